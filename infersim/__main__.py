@@ -1,0 +1,3 @@
+from infersim.cli import main
+
+main()

@@ -1,0 +1,288 @@
+"""Pydantic descriptions of an inference chip, composed the way the chip is built.
+
+A :class:`Chip` has ``cores`` identical cores; each core has a systolic array, a vector unit,
+a PE register file and an SRAM; the cores share an optional SRAM (global buffer / L2), the DRAM
+(HBM), and optional host and chip-to-chip links. Every physical field carries its unit in its
+name. Models are frozen: a chip is a value, and a variant is made with :meth:`Chip.with_`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from infersim import dtypes
+from infersim.arch_models.constants import MAC_ENERGY_PJ, eyeriss_pj_per_byte
+from infersim.dtypes import MacClass
+from infersim.errors import UnsupportedDtypeError
+
+
+class Spec(BaseModel):
+    """Base for every hardware description: frozen, strict about unknown fields, finite."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class SystolicArray(Spec):
+    """One core's systolic array of ``rows × cols`` processing elements."""
+
+    rows: int = Field(ge=1, le=65536, description="PE rows (the dim a weight-stationary K maps to)")
+    cols: int = Field(ge=1, le=65536, description="PE columns")
+    macs_per_pe_per_cycle: dict[MacClass, float] = Field(
+        min_length=1,
+        description="Multiply-accumulates each PE completes per cycle, per compute class; "
+        "a class missing here is a dtype the array cannot compute",
+    )
+    sparsity_2_4: bool = Field(
+        default=False, description="Skips zero operands of 2:4 structured-sparse weights"
+    )
+
+    @field_validator("macs_per_pe_per_cycle")
+    @classmethod
+    def _positive_rates(cls, value: dict[str, float]) -> dict[str, float]:
+        for dtype, rate in value.items():
+            if not 0 < rate <= 1024:
+                raise ValueError(f"rate for {dtype} = {rate}: must be > 0 and <= 1024")
+        return value
+
+    @property
+    def pes(self) -> int:
+        """Processing elements in the array."""
+        return self.rows * self.cols
+
+
+class VectorUnit(Spec):
+    """The per-core SIMD unit that runs softmax, norms, activations and dequantization."""
+
+    lanes: int = Field(ge=1, le=1_000_000, description="Parallel lanes per core")
+    flops_per_lane_per_cycle: float = Field(
+        default=2.0, gt=0, le=1024, description="FLOPs each lane completes per cycle (FMA = 2)"
+    )
+
+
+class RegisterFile(Spec):
+    """Private storage inside each PE (what row-stationary keeps its filter row in)."""
+
+    bytes_per_pe: int = Field(ge=0, le=1 << 20, description="Register-file bytes per PE")
+
+
+class SRAM(Spec):
+    """An on-chip SRAM level: per core (scratchpad, shared memory) or shared (global buffer, L2)."""
+
+    capacity_bytes: int = Field(ge=1, le=1 << 40, description="Capacity in bytes")
+    bandwidth_bytes_per_cycle: float = Field(
+        gt=0, le=1 << 24, description="Read+write bandwidth in bytes per core clock cycle"
+    )
+
+
+class DRAM(Spec):
+    """Off-chip memory (HBM, LPDDR, DDR)."""
+
+    kind: str = Field(default="HBM", max_length=32, description="Technology, e.g. HBM3e")
+    capacity_bytes: int = Field(ge=1, le=1 << 50, description="Capacity in bytes")
+    bandwidth_bytes_per_s: float = Field(
+        gt=0, le=1e15, description="Peak bandwidth in bytes per second, all channels"
+    )
+    latency_s: float = Field(
+        default=500e-9, ge=0, le=1e-3, description="Access latency of one request in seconds"
+    )
+    channels: int = Field(default=1, ge=1, le=4096, description="Independent channels")
+
+
+class HostLink(Spec):
+    """The link to the host (PCIe, C2C): what CPU offload streams over."""
+
+    bandwidth_bytes_per_s: float = Field(
+        gt=0, le=1e14, description="Bandwidth per direction in bytes per second"
+    )
+    latency_s: float = Field(default=1e-6, ge=0, le=1e-2, description="Latency in seconds")
+    host_capacity_bytes: int = Field(
+        default=512 * 1024**3, ge=0, le=1 << 50, description="Host memory available for offload"
+    )
+
+
+class ChipLink(Spec):
+    """The chip-to-chip interconnect (NVLink, ICI): what tensor/pipeline parallelism uses."""
+
+    bandwidth_bytes_per_s: float = Field(
+        gt=0, le=1e14, description="Bandwidth per direction per chip in bytes per second"
+    )
+    latency_s: float = Field(default=1e-6, ge=0, le=1e-2, description="Latency in seconds")
+    topology: Literal["switch", "ring", "torus-2d", "torus-3d"] = Field(
+        default="switch", description="How chips are connected"
+    )
+    max_chips: int = Field(default=8, ge=1, le=1 << 20, description="Chips one domain holds")
+
+
+def _default_mac_pj() -> dict[str, float]:
+    return dict(MAC_ENERGY_PJ)
+
+
+class Energy(Spec):
+    """Dynamic energy per operation and per byte moved at each level (defaults: see constants)."""
+
+    mac_pj: dict[MacClass, float] = Field(
+        default_factory=_default_mac_pj, description="pJ per multiply-accumulate per class"
+    )
+    register_file_pj_per_byte: float = Field(
+        default=eyeriss_pj_per_byte("register_file"), ge=0, le=1e6, description="pJ per RF byte"
+    )
+    array_pj_per_byte: float = Field(
+        default=eyeriss_pj_per_byte("array"), ge=0, le=1e6, description="pJ per byte PE-to-PE"
+    )
+    sram_pj_per_byte: float = Field(
+        default=eyeriss_pj_per_byte("sram"), ge=0, le=1e6, description="pJ per per-core SRAM byte"
+    )
+    shared_sram_pj_per_byte: float = Field(
+        default=eyeriss_pj_per_byte("shared_sram"), ge=0, le=1e6, description="pJ per L2 byte"
+    )
+    dram_pj_per_byte: float = Field(
+        default=eyeriss_pj_per_byte("dram"), ge=0, le=1e6, description="pJ per DRAM byte"
+    )
+    vector_pj_per_flop: float = Field(
+        default=MAC_ENERGY_PJ["fp32"] / 2, ge=0, le=1e6, description="pJ per vector-unit FLOP"
+    )
+    static_power_w: float = Field(default=0.0, ge=0, le=1e5, description="Leakage and idle W")
+
+    @field_validator("mac_pj")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        for dtype, pj in value.items():
+            if not 0 <= pj <= 1e6:
+                raise ValueError(f"energy for {dtype} = {pj}: must be >= 0 and <= 1e6")
+        return value
+
+    def mac(self, mac_class: str) -> float:
+        """pJ per MAC for ``mac_class``; the default table fills classes a preset leaves out."""
+        return self.mac_pj.get(mac_class, MAC_ENERGY_PJ[mac_class])  # type: ignore[call-overload]
+
+
+class Calibration(Spec):
+    """Efficiency knobs fitted to measurements; the defaults describe the ideal machine."""
+
+    dram_bandwidth_efficiency: float = Field(
+        default=1.0, gt=0, le=1, description="Achievable fraction of peak DRAM bandwidth"
+    )
+    compute_efficiency: float = Field(
+        default=1.0, gt=0, le=1, description="Achievable fraction of peak array MAC rate"
+    )
+    compute_efficiency_by_dtype: dict[MacClass, float] = Field(
+        default_factory=dict, description="Per-class override of compute_efficiency"
+    )
+    vector_efficiency: float = Field(
+        default=1.0, gt=0, le=1, description="Achievable fraction of peak vector FLOP/s"
+    )
+    link_efficiency: float = Field(
+        default=1.0, gt=0, le=1, description="Achievable fraction of chip-link bandwidth"
+    )
+    kernel_overhead_s: float = Field(
+        default=0.0, ge=0, le=1, description="Fixed time added to every kernel launch in seconds"
+    )
+
+    @field_validator("compute_efficiency_by_dtype")
+    @classmethod
+    def _fractions(cls, value: dict[str, float]) -> dict[str, float]:
+        for dtype, eff in value.items():
+            if not 0 < eff <= 1:
+                raise ValueError(f"efficiency for {dtype} = {eff}: must be > 0 and <= 1")
+        return value
+
+    def compute(self, mac_class: str) -> float:
+        """Achievable fraction of peak for ``mac_class``."""
+        return self.compute_efficiency_by_dtype.get(mac_class, self.compute_efficiency)  # type: ignore[call-overload]
+
+
+class PublishedSpec(Spec):
+    """The vendor's published figures, kept beside the model so tests can check the model."""
+
+    dense_flops: dict[MacClass, float] = Field(
+        default_factory=dict, description="Published dense peak FLOP/s (or OP/s) per class"
+    )
+    dram_bandwidth_bytes_per_s: float | None = Field(
+        default=None, gt=0, description="Published DRAM bandwidth in bytes per second"
+    )
+
+
+class Chip(Spec):
+    """An inference accelerator: ``cores`` identical cores sharing DRAM and an optional L2."""
+
+    name: str = Field(min_length=1, max_length=64, description="Short identifier")
+    description: str = Field(default="", description="One line for listings")
+    source: str = Field(default="", description="Public spec the figures come from")
+    cores: int = Field(ge=1, le=1_000_000, description="Identical compute cores (SMs, TensorCores)")
+    freq_hz: float = Field(gt=0, le=1e11, description="Core clock in hertz")
+    array: SystolicArray = Field(description="Each core's systolic array")
+    vector: VectorUnit = Field(description="Each core's vector unit")
+    register_file: RegisterFile = Field(
+        default_factory=lambda: RegisterFile(bytes_per_pe=0), description="Each PE's storage"
+    )
+    sram: SRAM = Field(description="Each core's SRAM (scratchpad / shared memory)")
+    shared_sram: SRAM | None = Field(default=None, description="SRAM shared by all cores (L2)")
+    dram: DRAM = Field(description="Off-chip memory")
+    host_link: HostLink | None = Field(default=None, description="Link to host memory")
+    chip_link: ChipLink | None = Field(default=None, description="Chip-to-chip interconnect")
+    energy: Energy = Field(default_factory=Energy, description="Energy per op and per byte")
+    calibration: Calibration = Field(
+        default_factory=Calibration, description="Fitted efficiency knobs (ideal by default)"
+    )
+    spec: PublishedSpec | None = Field(default=None, description="Vendor's published figures")
+
+    # --- derived figures -------------------------------------------------------------------
+
+    def macs_per_cycle(self, dtype: str) -> float:
+        """Array MACs per cycle over all cores for ``dtype`` (storage name or compute class).
+
+        Raises:
+            UnsupportedDtypeError: the array has no rate for the dtype's compute class.
+        """
+        mac_class = dtype if dtype in dtypes.MAC_CLASSES else dtypes.info(dtype).mac_class
+        rate = self.array.macs_per_pe_per_cycle.get(mac_class)  # type: ignore[call-overload]
+        if rate is None:
+            supported = ", ".join(self.array.macs_per_pe_per_cycle)
+            raise UnsupportedDtypeError(
+                f"chip {self.name!r} cannot compute {dtype} on its systolic array; "
+                f"supported: {supported}"
+            )
+        return float(rate) * self.array.pes * self.cores
+
+    def supports(self, dtype: str) -> bool:
+        """Whether the array computes ``dtype`` natively."""
+        mac_class = dtype if dtype in dtypes.MAC_CLASSES else dtypes.info(dtype).mac_class
+        return mac_class in self.array.macs_per_pe_per_cycle
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense peak FLOP/s of the arrays for ``dtype`` (2 FLOPs per MAC)."""
+        return 2.0 * self.macs_per_cycle(dtype) * self.freq_hz
+
+    @property
+    def peak_bandwidth_bytes_per_s(self) -> float:
+        """Peak DRAM bandwidth in bytes per second."""
+        return self.dram.bandwidth_bytes_per_s
+
+    def ridge_point(self, dtype: str) -> float:
+        """Operational intensity (FLOP/byte) where the roofline turns from memory to compute."""
+        return self.peak_flops(dtype) / self.peak_bandwidth_bytes_per_s
+
+    @property
+    def vector_flops(self) -> float:
+        """Peak vector-unit FLOP/s over all cores."""
+        return self.vector.lanes * self.vector.flops_per_lane_per_cycle * self.cores * self.freq_hz
+
+    @cached_property
+    def key(self) -> str:
+        """A stable hash of every field: the memoization key for anything costed on this chip."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+    def with_(self, **changes: Any) -> Chip:
+        """A validated copy with dotted-path changes: ``chip.with_(**{"array.rows": 64})``."""
+        data = self.model_dump()
+        for path, value in changes.items():
+            node = data
+            *parents, leaf = path.split(".")
+            for part in parents:
+                node = node[part]
+            node[leaf] = value
+        return Chip.model_validate(data)

@@ -1,0 +1,279 @@
+"""The ``infersim`` command line: one typer app. Bad input exits with code 2 and one message."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from infersim import dtypes
+from infersim.arch_models import Chip, list_chips, load_chip
+from infersim.errors import InfersimError, format_validation_error
+from infersim.simulator.inference import ENGINES, simulate, simulate_ops
+from infersim.simulator.results import PhaseCost
+from infersim.units import fmt_bytes, fmt_time, si
+from infersim.workloads import Precision, Scenario, list_models, load_model, load_workload
+
+app = typer.Typer(
+    name="infersim",
+    help="Cycle-approximate simulator and design-space explorer for LLM inference.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+USAGE_ERROR = 2
+
+
+class PhaseChoice(StrEnum):
+    """Which step to simulate."""
+
+    prefill = "prefill"
+    decode = "decode"
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn bad input into one message on stderr and exit code 2 (never a traceback)."""
+    try:
+        yield
+    except InfersimError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(USAGE_ERROR) from None
+    except ValidationError as exc:
+        err_console.print(f"[bold red]error:[/] {format_validation_error(exc)}", highlight=False)
+        raise typer.Exit(USAGE_ERROR) from None
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _chip_summary(chip: Chip) -> dict[str, Any]:
+    classes = list(chip.array.macs_per_pe_per_cycle)
+    return {
+        "name": chip.name,
+        "description": chip.description,
+        "cores": chip.cores,
+        "freq_hz": chip.freq_hz,
+        "array": f"{chip.array.rows}x{chip.array.cols}",
+        "peak_flops": {c: chip.peak_flops(c) for c in classes},
+        "dram_capacity_bytes": chip.dram.capacity_bytes,
+        "dram_bandwidth_bytes_per_s": chip.peak_bandwidth_bytes_per_s,
+        "ridge_point_flops_per_byte": {c: chip.ridge_point(c) for c in classes},
+        "source": chip.source,
+    }
+
+
+@app.command()
+def chips(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
+    """List the chip presets with their peak figures."""
+    rows = [_chip_summary(load_chip(name)) for name in list_chips()]
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title="chip presets")
+    for col in ("name", "cores", "array", "clock", "peak (dense)", "DRAM", "bandwidth"):
+        table.add_column(col)
+    for r in rows:
+        peaks = ", ".join(f"{c} {si(f, 'FLOP/s')}" for c, f in r["peak_flops"].items())
+        table.add_row(
+            r["name"],
+            str(r["cores"]),
+            r["array"],
+            si(r["freq_hz"], "Hz"),
+            peaks,
+            fmt_bytes(r["dram_capacity_bytes"]),
+            si(r["dram_bandwidth_bytes_per_s"], "B/s"),
+        )
+    console.print(table)
+
+
+@app.command()
+def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
+    """List the model presets with their parameter counts."""
+    rows = []
+    for name in list_models():
+        m = load_model(name)
+        rows.append(
+            {
+                "name": name,
+                "params": m.params(),
+                "active_params": m.params(active=True),
+                "layers": m.num_hidden_layers,
+                "hidden_size": m.hidden_size,
+                "heads": m.num_attention_heads,
+                "kv_heads": m.kv_heads,
+                "attention": "mla"
+                if m.is_mla
+                else (
+                    "mha"
+                    if m.kv_heads == m.num_attention_heads
+                    else ("mqa" if m.kv_heads == 1 else "gqa")
+                ),
+                "experts": m.num_experts,
+                "vocab_size": m.vocab_size,
+                "source": m.source,
+            }
+        )
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table(title="model presets")
+    for col in ("name", "params", "active", "layers", "hidden", "heads/kv", "attention", "experts"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r["name"],
+            si(r["params"], ""),
+            si(r["active_params"], ""),
+            str(r["layers"]),
+            str(r["hidden_size"]),
+            f"{r['heads']}/{r['kv_heads']}",
+            r["attention"],
+            str(r["experts"] or "-"),
+        )
+    console.print(table)
+
+
+def _print_phase(cost: PhaseCost, top: int) -> None:
+    mem = cost.memory
+    head = Table(title=f"{cost.model} on {cost.chip}: {cost.phase}, batch {cost.batch}")
+    head.add_column("metric")
+    head.add_column("value", justify="right")
+    latency_name = "TTFT" if cost.phase == "prefill" else "TPOT"
+    head.add_row(latency_name, fmt_time(cost.latency_s))
+    head.add_row("tokens/s", f"{cost.tokens_per_s:,.1f}")
+    head.add_row("FLOPs", si(cost.flops, "FLOP"))
+    head.add_row("DRAM traffic", fmt_bytes(cost.dram_bytes))
+    head.add_row("energy", f"{cost.energy_j:.3g} J")
+    head.add_row(
+        "weights / KV / activations",
+        " / ".join(fmt_bytes(b) for b in (mem.weights_bytes, mem.kv_bytes, mem.activation_bytes)),
+    )
+    fits = (
+        "yes"
+        if mem.fits
+        else f"no: short {fmt_bytes(mem.shortfall_bytes)}, {mem.chips_needed} chips"
+    )
+    head.add_row(f"fits in {fmt_bytes(mem.capacity_bytes)}", fits)
+    console.print(head)
+    ops = sorted(cost.ops, key=lambda c: c.total_time_s, reverse=True)[:top]
+    table = Table(title=f"top {len(ops)} operators by time")
+    for col in ("op", "kind", "count", "FLOPs", "DRAM", "time (all)", "share", "bound"):
+        table.add_column(col, justify="right" if col not in ("op", "kind", "bound") else "left")
+    for c in ops:
+        share = c.total_time_s / cost.latency_s if cost.latency_s else 0.0
+        table.add_row(
+            c.name,
+            c.kind,
+            str(c.count),
+            si(c.flops, ""),
+            fmt_bytes(c.dram_bytes),
+            fmt_time(c.total_time_s),
+            f"{share:.1%}",
+            c.bound,
+        )
+    console.print(table)
+
+
+def _dtype(value: str) -> str:
+    return dtypes.canonical(value)
+
+
+@app.command(name="simulate")
+def simulate_cmd(
+    chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
+    model: Annotated[str | None, typer.Option(help="Model preset name or config.json path")] = None,
+    workload: Annotated[Path | None, typer.Option(help="YAML list of operators")] = None,
+    phase: Annotated[PhaseChoice, typer.Option(help="prefill or decode")] = PhaseChoice.decode,
+    batch: Annotated[int, typer.Option(min=1, help="Sequences in the batch")] = 1,
+    prompt_len: Annotated[int, typer.Option(min=1, help="Prompt tokens (prefill)")] = 512,
+    context: Annotated[int, typer.Option(min=0, help="Cached tokens per sequence (decode)")] = 512,
+    weights_dtype: Annotated[str, typer.Option(help="Weight dtype")] = "bf16",
+    act_dtype: Annotated[str, typer.Option(help="Activation/compute dtype")] = "bf16",
+    kv_dtype: Annotated[str, typer.Option(help="KV-cache dtype")] = "bf16",
+    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
+    top: Annotated[int, typer.Option(min=1, help="Operators shown in the table")] = 12,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Simulate one prefill or decode step of a model (or a custom operator list) on a chip."""
+    with _user_errors():
+        if (model is None) == (workload is None):
+            raise InfersimError("give exactly one of --model or --workload")
+        the_chip = load_chip(chip)
+        if workload is not None:
+            wl = load_workload(workload)
+            cost = simulate_ops(the_chip, wl.ops, name=wl.name, engine=engine)
+        else:
+            precision = Precision(
+                weights=_dtype(weights_dtype), act=_dtype(act_dtype), kv=_dtype(kv_dtype)
+            )
+            scenario = Scenario(
+                phase=phase.value,
+                batch=batch,
+                prompt_len=prompt_len,
+                context_len=context,
+                precision=precision,
+            )
+            cost = simulate(the_chip, load_model(model or ""), scenario, engine=engine)
+    if as_json:
+        _print_json(cost.to_dict())
+    else:
+        _print_phase(cost, top)
+
+
+@app.command()
+def demo() -> None:
+    """The main job on embedded defaults: llama-3-8b prefill and decode on h100-sxm."""
+    chip, model = load_chip("h100-sxm"), load_model("llama-3-8b")
+    runs: list[tuple[str, Callable[[], PhaseCost]]] = [
+        (
+            "prefill 2048 tokens",
+            lambda: simulate(chip, model, Scenario(phase="prefill", batch=1, prompt_len=2048)),
+        ),
+        (
+            "decode @ 2048 ctx, batch 1",
+            lambda: simulate(chip, model, Scenario(phase="decode", batch=1, context_len=2048)),
+        ),
+        (
+            "decode @ 2048 ctx, batch 64",
+            lambda: simulate(chip, model, Scenario(phase="decode", batch=64, context_len=2048)),
+        ),
+    ]
+    table = Table(title="llama-3-8b (bf16) on h100-sxm — roofline engine")
+    for col in ("step", "latency", "tokens/s", "bound (time share)", "memory", "fits"):
+        table.add_column(col)
+    for label, run in runs:
+        cost = run()
+        shares = cost.time_by_bound()
+        main = max(shares, key=shares.__getitem__)
+        table.add_row(
+            label,
+            fmt_time(cost.latency_s),
+            f"{cost.tokens_per_s:,.0f}",
+            f"{main} ({shares[main] / cost.latency_s:.0%})",
+            fmt_bytes(cost.memory.total_bytes),
+            "yes" if cost.memory.fits else "no",
+        )
+    console.print(table)
+
+
+def main() -> None:
+    """Entry point for ``python -m infersim``."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

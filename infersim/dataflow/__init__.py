@@ -1,0 +1,1 @@
+"""Dataflow mapping of operators onto systolic arrays (WS, OS, IS, RS as templates)."""

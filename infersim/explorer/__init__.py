@@ -1,0 +1,1 @@
+"""Design-space exploration: sweeps, result store, Pareto fronts, reports."""

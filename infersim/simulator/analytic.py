@@ -1,0 +1,76 @@
+"""The analytic engine. For now a per-op roofline; the dataflow-aware model replaces it behind
+the same :func:`cost` contract.
+
+Roofline: time = max(array FLOPs / achievable array FLOP/s at the op's dtype,
+vector FLOPs / achievable vector FLOP/s, compulsory DRAM bytes / achievable bandwidth,
+link bytes / link bandwidth + latency) + the calibrated per-kernel overhead. The largest term
+names the bound.
+"""
+
+from __future__ import annotations
+
+from infersim import dtypes
+from infersim.arch_models.chip import Chip
+from infersim.errors import InfersimError
+from infersim.simulator.results import Bound, OpCost
+from infersim.workloads.ops import Collective, OpBase
+
+
+def _link_s(op: Collective, chip: Chip) -> float:
+    if chip.chip_link is None:
+        raise InfersimError(f"chip {chip.name!r} has no chip_link; {op.collective} needs one")
+    link = chip.chip_link
+    bandwidth = link.bandwidth_bytes_per_s * chip.calibration.link_efficiency
+    return op.link_bytes / bandwidth + op.steps * link.latency_s
+
+
+def cost(op: OpBase, chip: Chip) -> OpCost:
+    """Roofline cost of one repetition of ``op`` on ``chip``.
+
+    Raises:
+        UnsupportedDtypeError: the op's matrix work needs a dtype the array cannot compute.
+        InfersimError: a collective on a chip without a chip-to-chip link.
+    """
+    cal = chip.calibration
+    array_flops = op.array_flops
+    compute_s = 0.0
+    mac_pj = 0.0
+    if array_flops:
+        mac_class = dtypes.info(op.compute_dtype).mac_class
+        peak = chip.peak_flops(mac_class) * cal.compute(mac_class)
+        compute_s = array_flops / peak
+        mac_pj = array_flops / 2 * chip.energy.mac(mac_class)
+    vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
+    dram_bytes = op.compulsory_bytes
+    memory_s = dram_bytes / (chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency)
+    link_s = _link_s(op, chip) if isinstance(op, Collective) else 0.0
+
+    terms: dict[Bound, float] = {
+        "compute": compute_s,
+        "vector": vector_s,
+        "memory": memory_s,
+        "link": link_s,
+    }
+    bound: Bound = max(terms, key=terms.__getitem__)
+    time_s = terms[bound] + cal.kernel_overhead_s
+    if terms[bound] == 0.0:
+        bound = "overhead"
+    energy_pj = (
+        mac_pj
+        + op.vector_flops * chip.energy.vector_pj_per_flop
+        + dram_bytes * chip.energy.dram_pj_per_byte
+    )
+    return OpCost(
+        name=op.name,
+        kind=op.kind,
+        count=op.count,
+        flops=op.flops,
+        dram_bytes=dram_bytes,
+        compute_s=max(compute_s, vector_s),
+        memory_s=memory_s,
+        time_s=time_s,
+        bound=bound,
+        cycles=time_s * chip.freq_hz,
+        energy_pj=energy_pj,
+        link_bytes=op.link_bytes if isinstance(op, Collective) else 0.0,
+    )

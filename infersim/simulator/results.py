@@ -1,0 +1,177 @@
+"""Cost values the engines return. Costs are returned, never stored on the ops or the chip."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Bound = Literal["compute", "memory", "vector", "link", "overhead"]
+
+
+@dataclass(frozen=True, slots=True)
+class OpCost:
+    """The cost of one repetition of an operator on a chip (multiply by ``count`` for all).
+
+    Times are seconds, traffic bytes, energy picojoules. ``bound`` names the resource that set
+    the time.
+    """
+
+    name: str
+    kind: str
+    count: int
+    flops: float
+    dram_bytes: float
+    compute_s: float
+    memory_s: float
+    time_s: float
+    bound: Bound
+    cycles: float
+    energy_pj: float
+    link_bytes: float = 0.0
+
+    @property
+    def intensity(self) -> float:
+        """Operational intensity in FLOP per DRAM byte (the roofline x coordinate)."""
+        return self.flops / self.dram_bytes if self.dram_bytes else float("inf")
+
+    @property
+    def achieved_flops(self) -> float:
+        """FLOP/s achieved (the roofline y coordinate)."""
+        return self.flops / self.time_s if self.time_s else 0.0
+
+    @property
+    def total_time_s(self) -> float:
+        """Time of all ``count`` repetitions."""
+        return self.time_s * self.count
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Resident bytes against DRAM capacity."""
+
+    weights_bytes: float
+    kv_bytes: float
+    activation_bytes: float
+    capacity_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        """Everything resident."""
+        return self.weights_bytes + self.kv_bytes + self.activation_bytes
+
+    @property
+    def fits(self) -> bool:
+        """Whether it all fits in one chip's DRAM."""
+        return self.total_bytes <= self.capacity_bytes
+
+    @property
+    def shortfall_bytes(self) -> float:
+        """How much does not fit (0 when it fits)."""
+        return max(0.0, self.total_bytes - self.capacity_bytes)
+
+    @property
+    def chips_needed(self) -> int:
+        """Chips whose combined DRAM holds it (1 when it fits)."""
+        return max(1, -(-int(self.total_bytes) // int(self.capacity_bytes)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields, derived ones included."""
+        return {
+            **asdict(self),
+            "total_bytes": self.total_bytes,
+            "fits": self.fits,
+            "shortfall_bytes": self.shortfall_bytes,
+            "chips_needed": self.chips_needed,
+        }
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """One prefill or one decode step of a model on a chip."""
+
+    chip: str
+    model: str
+    phase: str
+    batch: int
+    prompt_len: int
+    context_len: int
+    engine: str
+    latency_s: float
+    tokens: int
+    memory: MemoryReport
+    ops: list[OpCost] = field(default_factory=list)
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens processed (prefill) or generated (decode) per second."""
+        return self.tokens / self.latency_s if self.latency_s else 0.0
+
+    @property
+    def ttft_s(self) -> float | None:
+        """Time to first token (prefill only)."""
+        return self.latency_s if self.phase == "prefill" else None
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Time per output token (decode only)."""
+        return self.latency_s if self.phase == "decode" else None
+
+    @property
+    def flops(self) -> float:
+        """All FLOPs of the step."""
+        return sum(c.flops * c.count for c in self.ops)
+
+    @property
+    def dram_bytes(self) -> float:
+        """All DRAM traffic of the step."""
+        return sum(c.dram_bytes * c.count for c in self.ops)
+
+    @property
+    def energy_j(self) -> float:
+        """Dynamic energy of the step in joules."""
+        return sum(c.energy_pj * c.count for c in self.ops) * 1e-12
+
+    def time_by_bound(self) -> dict[str, float]:
+        """Seconds spent in ops of each bound."""
+        out: dict[str, float] = {}
+        for c in self.ops:
+            out[c.bound] = out.get(c.bound, 0.0) + c.total_time_s
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document ``infersim simulate --json`` prints."""
+        return {
+            "chip": self.chip,
+            "model": self.model,
+            "phase": self.phase,
+            "batch": self.batch,
+            "prompt_len": self.prompt_len,
+            "context_len": self.context_len,
+            "engine": self.engine,
+            "latency_s": self.latency_s,
+            "tokens_per_s": self.tokens_per_s,
+            "ttft_s": self.ttft_s,
+            "tpot_s": self.tpot_s,
+            "flops": self.flops,
+            "dram_bytes": self.dram_bytes,
+            "energy_j": self.energy_j,
+            "memory": self.memory.to_dict(),
+            "ops": [
+                {
+                    "name": c.name,
+                    "kind": c.kind,
+                    "count": c.count,
+                    "flops": c.flops,
+                    "dram_bytes": c.dram_bytes,
+                    "time_s": c.time_s,
+                    "bound": c.bound,
+                    "intensity": c.intensity if c.dram_bytes else None,
+                    "energy_pj": c.energy_pj,
+                }
+                for c in self.ops
+            ],
+        }

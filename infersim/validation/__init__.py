@@ -1,0 +1,1 @@
+"""Validation against measured kernels (Triton on a GPU, torch on the CPU) and calibration."""

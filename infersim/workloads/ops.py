@@ -1,0 +1,385 @@
+"""The operator IR: immutable values that know their FLOPs and compulsory DRAM traffic.
+
+An operator describes *what* is computed, never how it is mapped or what it costs. ``count``
+repeats an identical operator (e.g. once per layer) so engines cost it once. FLOPs count a
+multiply-accumulate as 2. ``compulsory_bytes`` is the DRAM traffic no schedule can avoid: every
+input read once and every output written once (for unfused attention, the score and probability
+matrices it materializes by definition). Every engine's DRAM traffic must be at least this.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from infersim import dtypes
+from infersim.dtypes import DType
+
+
+def _canonical_dtype(value: Any) -> Any:
+    return dtypes.canonical(value) if isinstance(value, str) else value
+
+
+DTypeName = Annotated[DType, BeforeValidator(_canonical_dtype)]
+"""A dtype field that also accepts aliases (``fp8``, ``bfloat16``)."""
+
+Dim = Annotated[int, Field(ge=1, le=1 << 40)]
+
+SOFTMAX_FLOPS_PER_ELEMENT = 5.0
+"""Scale, running max, exp, sum, normalize (vector-unit FLOPs per score)."""
+
+NORM_FLOPS_PER_ELEMENT = {"rms": 4.0, "layer": 7.0}
+"""RMSNorm: square, accumulate, scale, weight; LayerNorm adds mean, subtract and bias."""
+
+
+class OpBase(BaseModel):
+    """Fields and accessors every operator shares."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    kind: str = Field(default="", description="Operator type (the discriminator)")
+    name: str = Field(default="", max_length=128, description="Label in breakdowns")
+    count: int = Field(default=1, ge=1, le=1 << 30, description="Identical repetitions")
+
+    @property
+    def array_flops(self) -> float:
+        """FLOPs run on the systolic array (matrix multiplies), per repetition."""
+        return 0.0
+
+    @property
+    def vector_flops(self) -> float:
+        """FLOPs run on the vector unit, per repetition."""
+        return 0.0
+
+    @property
+    def flops(self) -> float:
+        """All FLOPs of one repetition."""
+        return self.array_flops + self.vector_flops
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the array computes in (the activation operand's dtype)."""
+        return "fp32"
+
+    @property
+    def compulsory_bytes(self) -> float:
+        """Minimum DRAM bytes of one repetition (inputs read once, outputs written once)."""
+        raise NotImplementedError
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of model weights this operator reads (0 for activation-only operators)."""
+        return 0.0
+
+    def signature(self) -> tuple[Any, ...]:
+        """Everything that determines the cost of one repetition (not ``name`` or ``count``)."""
+        data = self.model_dump(exclude={"name", "count", "kind"})
+        return (self.kind, *sorted(data.items()))
+
+
+class Gemm(OpBase):
+    """``batch`` independent products C[m,n] = A[m,k] · B[k,n]; B is a weight when ``b_is_weight``.
+
+    Computed at A's dtype (weight-only quantized B is dequantized to it).
+    """
+
+    kind: Literal["gemm"] = "gemm"
+    m: Dim = Field(description="Rows of A and C (tokens)")
+    k: Dim = Field(description="Reduction dim")
+    n: Dim = Field(description="Columns of B and C")
+    batch: Dim = Field(default=1, description="Independent products (heads, experts)")
+    a_dtype: DTypeName = Field(default="bf16", description="Activation operand A")
+    b_dtype: DTypeName = Field(default="bf16", description="Operand B (weight or activation)")
+    out_dtype: DTypeName = Field(default="bf16", description="Output C")
+    b_is_weight: bool = Field(default=True, description="B is a model weight")
+
+    @property
+    def macs(self) -> float:
+        """Multiply-accumulates of one repetition."""
+        return float(self.batch) * self.m * self.k * self.n
+
+    @property
+    def array_flops(self) -> float:
+        return 2.0 * self.macs
+
+    @property
+    def compute_dtype(self) -> str:
+        return self.a_dtype
+
+    @property
+    def a_bytes(self) -> float:
+        """Bytes of A."""
+        return self.batch * self.m * self.k * dtypes.nbytes(self.a_dtype)
+
+    @property
+    def b_bytes(self) -> float:
+        """Bytes of B."""
+        return self.batch * self.k * self.n * dtypes.nbytes(self.b_dtype)
+
+    @property
+    def c_bytes(self) -> float:
+        """Bytes of C."""
+        return self.batch * self.m * self.n * dtypes.nbytes(self.out_dtype)
+
+    @property
+    def compulsory_bytes(self) -> float:
+        return self.a_bytes + self.b_bytes + self.c_bytes
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.b_bytes if self.b_is_weight else 0.0
+
+
+class Conv2d(OpBase):
+    """A 2-D convolution (NCHW), lowered to a GEMM by im2col for WS/OS/IS."""
+
+    kind: Literal["conv2d"] = "conv2d"
+    batch: Dim = Field(default=1, description="Images N")
+    in_channels: Dim = Field(description="Input channels C")
+    in_h: Dim = Field(description="Input height H")
+    in_w: Dim = Field(description="Input width W")
+    out_channels: Dim = Field(description="Filters K")
+    kernel_h: Dim = Field(description="Filter height R")
+    kernel_w: Dim = Field(description="Filter width S")
+    stride: Dim = Field(default=1, description="Stride in both dims")
+    padding: int = Field(default=0, ge=0, le=1 << 20, description="Zero padding on each side")
+    dtype: DTypeName = Field(default="bf16", description="Activations")
+    weight_dtype: DTypeName = Field(default="bf16", description="Filters")
+    out_dtype: DTypeName = Field(default="bf16", description="Output feature map")
+
+    @property
+    def out_h(self) -> int:
+        """Output height P."""
+        return (self.in_h + 2 * self.padding - self.kernel_h) // self.stride + 1
+
+    @property
+    def out_w(self) -> int:
+        """Output width Q."""
+        return (self.in_w + 2 * self.padding - self.kernel_w) // self.stride + 1
+
+    def as_gemm(self) -> Gemm:
+        """The im2col GEMM: m = N·P·Q output pixels, k = R·S·C window, n = K filters."""
+        return Gemm(
+            name=self.name,
+            count=self.count,
+            m=self.batch * self.out_h * self.out_w,
+            k=self.kernel_h * self.kernel_w * self.in_channels,
+            n=self.out_channels,
+            a_dtype=self.dtype,
+            b_dtype=self.weight_dtype,
+            out_dtype=self.out_dtype,
+        )
+
+    @property
+    def array_flops(self) -> float:
+        return self.as_gemm().array_flops
+
+    @property
+    def compute_dtype(self) -> str:
+        return self.dtype
+
+    @property
+    def weight_bytes(self) -> float:
+        filters = self.out_channels * self.in_channels * self.kernel_h * self.kernel_w
+        return filters * dtypes.nbytes(self.weight_dtype)
+
+    @property
+    def compulsory_bytes(self) -> float:
+        ifmap = self.batch * self.in_channels * self.in_h * self.in_w * dtypes.nbytes(self.dtype)
+        ofmap = self.batch * self.out_channels * self.out_h * self.out_w
+        return ifmap + self.weight_bytes + ofmap * dtypes.nbytes(self.out_dtype)
+
+
+def _sum_min(lo: int, hi: int, cap: int) -> int:
+    """Σ_{j=lo}^{hi} min(j, cap) for 0 <= lo <= hi + 1."""
+    if hi < lo:
+        return 0
+    below_hi = min(hi, cap)
+    total = (lo + below_hi) * (below_hi - lo + 1) // 2 if below_hi >= lo else 0
+    return total + max(0, hi - max(cap, lo - 1)) * cap
+
+
+class Attention(OpBase):
+    """Scaled dot-product attention of ``q_len`` queries over ``kv_len`` cached keys per sequence.
+
+    ``fused`` is FlashAttention (scores stay on chip); unfused writes the q×kv score and
+    probability matrices to DRAM and reads them back. The newest ``q_len`` keys are the last
+    ones, so a causal query i attends ``kv_len - q_len + i + 1`` keys (capped by ``window``).
+    """
+
+    kind: Literal["attention"] = "attention"
+    batch: Dim = Field(default=1, description="Sequences")
+    q_len: Dim = Field(description="Query tokens per sequence")
+    kv_len: Dim = Field(description="Key/value tokens per sequence (cache + new)")
+    heads: Dim = Field(description="Query heads")
+    kv_heads: Dim = Field(description="Key/value heads (GQA/MQA share them)")
+    head_dim: Dim = Field(description="Query/key head dim")
+    v_head_dim: int | None = Field(default=None, ge=1, le=1 << 20, description="Value head dim")
+    causal: bool = Field(default=True, description="Queries see only earlier keys")
+    window: int | None = Field(default=None, ge=1, le=1 << 40, description="Sliding window")
+    fused: bool = Field(default=True, description="FlashAttention-style (no scores in DRAM)")
+    shared_kv: bool = Field(
+        default=False, description="V is a slice of the cached K (MLA latent): read once"
+    )
+    dtype: DTypeName = Field(default="bf16", description="Queries, outputs, scores")
+    kv_dtype: DTypeName = Field(default="bf16", description="Cached keys and values")
+
+    @property
+    def dv(self) -> int:
+        """Value head dim."""
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def pairs(self) -> int:
+        """(query, key) pairs scored per sequence and head."""
+        cap = self.window or self.kv_len
+        if not self.causal:
+            return self.q_len * min(self.kv_len, cap)
+        first = max(1, self.kv_len - self.q_len + 1)
+        return _sum_min(first, first + self.q_len - 1, cap)
+
+    @property
+    def keys_read(self) -> int:
+        """Cached tokens any query of the sequence needs."""
+        if self.window is None:
+            return self.kv_len
+        return min(self.kv_len, self.window + self.q_len - 1)
+
+    @property
+    def array_flops(self) -> float:
+        return 2.0 * self.batch * self.heads * self.pairs * (self.head_dim + self.dv)
+
+    @property
+    def vector_flops(self) -> float:
+        return SOFTMAX_FLOPS_PER_ELEMENT * self.batch * self.heads * self.pairs
+
+    @property
+    def compute_dtype(self) -> str:
+        return self.dtype
+
+    @property
+    def kv_bytes(self) -> float:
+        """Bytes of cached keys and values read."""
+        per_token = self.head_dim + (0 if self.shared_kv else self.dv)
+        return (
+            self.batch * self.kv_heads * self.keys_read * per_token * dtypes.nbytes(self.kv_dtype)
+        )
+
+    @property
+    def compulsory_bytes(self) -> float:
+        act = dtypes.nbytes(self.dtype)
+        q_o = self.batch * self.heads * self.q_len * (self.head_dim + self.dv) * act
+        total = q_o + self.kv_bytes
+        if not self.fused:
+            scores = self.batch * self.heads * self.q_len * self.kv_len * act
+            total += 4 * scores  # write S, read S, write P, read P
+        return total
+
+
+class Elementwise(OpBase):
+    """A pointwise operator (activation, residual add, RoPE, gather) over ``elements``."""
+
+    kind: Literal["elementwise"] = "elementwise"
+    elements: Dim = Field(description="Output elements")
+    inputs: int = Field(default=1, ge=0, le=64, description="Input tensors of that size read")
+    flops_per_element: float = Field(default=1.0, ge=0, le=1e6, description="FLOPs per element")
+    dtype: DTypeName = Field(default="bf16", description="Element dtype")
+
+    @property
+    def vector_flops(self) -> float:
+        return self.elements * self.flops_per_element
+
+    @property
+    def compulsory_bytes(self) -> float:
+        return self.elements * (self.inputs + 1) * dtypes.nbytes(self.dtype)
+
+
+class Norm(OpBase):
+    """RMSNorm or LayerNorm over ``cols`` features of ``rows`` tokens."""
+
+    kind: Literal["norm"] = "norm"
+    rows: Dim = Field(description="Tokens")
+    cols: Dim = Field(description="Features normalized together")
+    norm: Literal["rms", "layer"] = Field(default="rms", description="RMSNorm or LayerNorm")
+    dtype: DTypeName = Field(default="bf16", description="Activations and norm weights")
+
+    @property
+    def vector_flops(self) -> float:
+        return NORM_FLOPS_PER_ELEMENT[self.norm] * self.rows * self.cols
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.cols * (1 if self.norm == "rms" else 2) * dtypes.nbytes(self.dtype)
+
+    @property
+    def compulsory_bytes(self) -> float:
+        return 2 * self.rows * self.cols * dtypes.nbytes(self.dtype) + self.weight_bytes
+
+
+class Softmax(OpBase):
+    """A row softmax over ``cols`` of ``rows`` (router scores, sampling)."""
+
+    kind: Literal["softmax"] = "softmax"
+    rows: Dim = Field(description="Rows")
+    cols: Dim = Field(description="Entries per row")
+    dtype: DTypeName = Field(default="fp32", description="Element dtype")
+
+    @property
+    def vector_flops(self) -> float:
+        return SOFTMAX_FLOPS_PER_ELEMENT * self.rows * self.cols
+
+    @property
+    def compulsory_bytes(self) -> float:
+        return 2 * self.rows * self.cols * dtypes.nbytes(self.dtype)
+
+
+_LINK_FACTOR = {
+    # Bytes each chip sends per payload byte with a bandwidth-optimal ring algorithm.
+    "all-reduce": lambda p: 2 * (p - 1) / p,
+    "all-gather": lambda p: (p - 1) / p,
+    "reduce-scatter": lambda p: (p - 1) / p,
+    "all-to-all": lambda p: (p - 1) / p,
+    "send-recv": lambda p: 1.0,
+}
+
+
+class Collective(OpBase):
+    """A communication step over the chip-to-chip link among ``participants`` chips."""
+
+    kind: Literal["collective"] = "collective"
+    collective: Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv"]
+    payload_bytes: float = Field(gt=0, le=1e15, description="Bytes of the tensor on each chip")
+    participants: int = Field(default=2, ge=2, le=1 << 20, description="Chips taking part")
+
+    @property
+    def link_bytes(self) -> float:
+        """Bytes each chip sends over its link (ring algorithms)."""
+        return self.payload_bytes * _LINK_FACTOR[self.collective](self.participants)
+
+    @property
+    def steps(self) -> int:
+        """Latency-bound steps of the algorithm."""
+        p = self.participants
+        return {"all-reduce": 2 * (p - 1), "send-recv": 1}.get(self.collective, p - 1)
+
+    @property
+    def compulsory_bytes(self) -> float:
+        return 2 * self.payload_bytes  # read the input, write the result
+
+
+Op = Annotated[
+    Gemm | Conv2d | Attention | Elementwise | Norm | Softmax | Collective,
+    Field(discriminator="kind"),
+]
+"""Any operator, discriminated by ``kind``."""
+
+OP_KINDS: tuple[str, ...] = (
+    "gemm",
+    "conv2d",
+    "attention",
+    "elementwise",
+    "norm",
+    "softmax",
+    "collective",
+)
