@@ -15,13 +15,13 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from infersim import dtypes
 from infersim.arch_models import Chip, list_chips, load_chip
 from infersim.errors import InfersimError, format_validation_error
+from infersim.io import validate
 from infersim.simulator.inference import ENGINES, simulate, simulate_ops
 from infersim.simulator.results import PhaseCost
 from infersim.units import fmt_bytes, fmt_time, si
-from infersim.workloads import Precision, Scenario, list_models, load_model, load_workload
+from infersim.workloads import Scenario, list_models, load_model, load_workload
 
 app = typer.Typer(
     name="infersim",
@@ -188,19 +188,15 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
     console.print(table)
 
 
-def _dtype(value: str) -> str:
-    return dtypes.canonical(value)
-
-
 @app.command(name="simulate")
 def simulate_cmd(
     chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
     model: Annotated[str | None, typer.Option(help="Model preset name or config.json path")] = None,
     workload: Annotated[Path | None, typer.Option(help="YAML list of operators")] = None,
     phase: Annotated[PhaseChoice, typer.Option(help="prefill or decode")] = PhaseChoice.decode,
-    batch: Annotated[int, typer.Option(min=1, help="Sequences in the batch")] = 1,
-    prompt_len: Annotated[int, typer.Option(min=1, help="Prompt tokens (prefill)")] = 512,
-    context: Annotated[int, typer.Option(min=0, help="Cached tokens per sequence (decode)")] = 512,
+    batch: Annotated[int, typer.Option(help="Sequences in the batch")] = 1,
+    prompt_len: Annotated[int, typer.Option(help="Prompt tokens (prefill)")] = 512,
+    context: Annotated[int, typer.Option(help="Cached tokens per sequence (decode)")] = 512,
     weights_dtype: Annotated[str, typer.Option(help="Weight dtype")] = "bf16",
     act_dtype: Annotated[str, typer.Option(help="Activation/compute dtype")] = "bf16",
     kv_dtype: Annotated[str, typer.Option(help="KV-cache dtype")] = "bf16",
@@ -217,16 +213,14 @@ def simulate_cmd(
             wl = load_workload(workload)
             cost = simulate_ops(the_chip, wl.ops, name=wl.name, engine=engine)
         else:
-            precision = Precision(
-                weights=_dtype(weights_dtype), act=_dtype(act_dtype), kv=_dtype(kv_dtype)
-            )
-            scenario = Scenario(
-                phase=phase.value,
-                batch=batch,
-                prompt_len=prompt_len,
-                context_len=context,
-                precision=precision,
-            )
+            options = {
+                "phase": phase.value,
+                "batch": batch,
+                "prompt_len": prompt_len,
+                "context_len": context,
+                "precision": {"weights": weights_dtype, "act": act_dtype, "kv": kv_dtype},
+            }
+            scenario = validate(Scenario, options, "options")
             cost = simulate(the_chip, load_model(model or ""), scenario, engine=engine)
     if as_json:
         _print_json(cost.to_dict())

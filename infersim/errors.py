@@ -64,7 +64,7 @@ def format_validation_error(
         shown = repr(value)
         if isinstance(value, float) and not math.isfinite(value):
             shown = str(value)
-        if isinstance(value, dict | list) or len(shown) > 60:
+        if len(shown) > 60:
             shown = shown[:57] + "..."
         allowed = _bounds(model, loc)
         suffix = f" (allowed: {allowed})" if allowed else ""

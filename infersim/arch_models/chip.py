@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from infersim import dtypes
 from infersim.arch_models.constants import MAC_ENERGY_PJ, eyeriss_pj_per_byte
 from infersim.dtypes import MacClass
-from infersim.errors import UnsupportedDtypeError
+from infersim.errors import ConfigError, UnsupportedDtypeError
 
 
 class Spec(BaseModel):
@@ -206,6 +206,10 @@ class PublishedSpec(Spec):
     )
 
 
+_MAPPING_FIELDS = {"macs_per_pe_per_cycle", "mac_pj", "compute_efficiency_by_dtype", "dense_flops"}
+"""Dict-valued fields, whose keys (dtypes) ``Chip.with_`` may add."""
+
+
 class Chip(Spec):
     """An inference accelerator: ``cores`` identical cores sharing DRAM and an optional L2."""
 
@@ -277,12 +281,22 @@ class Chip(Spec):
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
     def with_(self, **changes: Any) -> Chip:
-        """A validated copy with dotted-path changes: ``chip.with_(**{"array.rows": 64})``."""
+        """A validated copy with dotted-path changes: ``chip.with_(**{"array.rows": 64})``.
+
+        Raises:
+            ConfigError: a path that names no field, or a value outside the field's range.
+        """
+        from infersim.io import validate
+
         data = self.model_dump()
         for path, value in changes.items():
             node = data
             *parents, leaf = path.split(".")
             for part in parents:
+                if not isinstance(node.get(part), dict):
+                    raise ConfigError(f"chip has no field {path!r}")
                 node = node[part]
+            if leaf not in node and not set(parents[-1:]) & _MAPPING_FIELDS:
+                raise ConfigError(f"chip has no field {path!r}")
             node[leaf] = value
-        return Chip.model_validate(data)
+        return validate(Chip, data, f"{self.name} with {changes}")
