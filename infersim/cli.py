@@ -84,10 +84,10 @@ def chips(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = 
         _print_json(rows)
         return
     table = Table(title="chip presets")
-    for col in ("name", "cores", "array", "clock", "peak (dense)", "DRAM", "bandwidth"):
+    for col in ("name", "cores", "array", "clock", "dense peak FLOP/s", "DRAM", "bandwidth"):
         table.add_column(col)
     for r in rows:
-        peaks = ", ".join(f"{c} {si(f, 'FLOP/s')}" for c, f in r["peak_flops"].items())
+        peaks = " ".join(f"{c}:{si(f, '').replace(' ', '')}" for c, f in r["peak_flops"].items())
         table.add_row(
             r["name"],
             str(r["cores"]),
@@ -103,7 +103,7 @@ def chips(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = 
 @app.command()
 def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
     """List the model presets with their parameter counts."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in list_models():
         m = load_model(name)
         rows.append(

@@ -117,8 +117,8 @@ class ChipLink(Spec):
     max_chips: int = Field(default=8, ge=1, le=1 << 20, description="Chips one domain holds")
 
 
-def _default_mac_pj() -> dict[str, float]:
-    return dict(MAC_ENERGY_PJ)
+def _default_mac_pj() -> dict[MacClass, float]:
+    return dict(MAC_ENERGY_PJ)  # type: ignore[return-value]
 
 
 class Energy(Spec):
