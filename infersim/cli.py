@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
 
 from infersim.arch_models import Chip, list_chips, load_chip
-from infersim.errors import InfersimError, format_validation_error
+from infersim.cli_common import console, print_json, user_errors
+from infersim.errors import InfersimError
 from infersim.io import validate
 from infersim.simulator.inference import ENGINES, simulate, simulate_ops
 from infersim.simulator.results import PhaseCost
@@ -30,10 +26,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
-
-USAGE_ERROR = 2
 
 
 class PhaseChoice(StrEnum):
@@ -41,23 +33,6 @@ class PhaseChoice(StrEnum):
 
     prefill = "prefill"
     decode = "decode"
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn bad input into one message on stderr and exit code 2 (never a traceback)."""
-    try:
-        yield
-    except InfersimError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(USAGE_ERROR) from None
-    except ValidationError as exc:
-        err_console.print(f"[bold red]error:[/] {format_validation_error(exc)}", highlight=False)
-        raise typer.Exit(USAGE_ERROR) from None
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
 def _chip_summary(chip: Chip) -> dict[str, Any]:
@@ -81,7 +56,7 @@ def chips(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = 
     """List the chip presets with their peak figures."""
     rows = [_chip_summary(load_chip(name)) for name in list_chips()]
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
     table = Table(title="chip presets")
     for col in ("name", "cores", "array", "clock", "dense peak FLOP/s", "DRAM", "bandwidth"):
@@ -128,7 +103,7 @@ def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] =
             }
         )
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
     table = Table(title="model presets")
     for col in ("name", "params", "active", "layers", "hidden", "heads/kv", "attention", "experts"):
@@ -205,7 +180,7 @@ def simulate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Simulate one prefill or decode step of a model (or a custom operator list) on a chip."""
-    with _user_errors():
+    with user_errors():
         if (model is None) == (workload is None):
             raise InfersimError("give exactly one of --model or --workload")
         the_chip = load_chip(chip)
@@ -223,7 +198,7 @@ def simulate_cmd(
             scenario = validate(Scenario, options, "options")
             cost = simulate(the_chip, load_model(model or ""), scenario, engine=engine)
     if as_json:
-        _print_json(cost.to_dict())
+        print_json(cost.to_dict())
     else:
         _print_phase(cost, top)
 
