@@ -12,12 +12,13 @@ from rich.table import Table
 
 from infersim.arch_models import Chip, list_chips, load_chip
 from infersim.cli_common import console, print_json, user_errors
-from infersim.errors import InfersimError
+from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.io import validate
 from infersim.simulator.inference import ENGINES, simulate, simulate_ops
 from infersim.simulator.results import PhaseCost
 from infersim.units import fmt_bytes, fmt_time, si
 from infersim.workloads import Scenario, list_models, load_model, load_workload
+from infersim.workloads.techniques import parse as parse_stack
 
 app = typer.Typer(
     name="infersim",
@@ -201,6 +202,114 @@ def simulate_cmd(
         print_json(cost.to_dict())
     else:
         _print_phase(cost, top)
+
+
+DEFAULT_STACKS = (
+    "fp16",
+    "fp16+int8-weight",
+    "fp16+int4-awq",
+    "fp16+q4_k_m",
+    "w8a8-int8",
+    "fp8",
+    "fp16+kv-int8",
+    "fp16+naive-attention",
+    "fp16+fuse",
+    "fp16+2:4",
+    "fp16+spec:ngram:k=4:alpha=0.7",
+    "fp16+tp=2",
+    "fp16+int4-awq+kv-fp8+fuse",
+)
+"""The stacks ``infersim compare`` runs by default; the first is the baseline."""
+
+
+def compare_rows(
+    chip: Chip, model_name: str, scenario: Scenario, stacks: list[str], engine: str
+) -> list[dict[str, Any]]:
+    """One row per technique stack: memory, fit, latency, throughput, energy, speedup, bound.
+    A stack the chip cannot run gives a row with ``error`` instead of stopping the table."""
+    model_cfg = load_model(model_name)
+    rows: list[dict[str, Any]] = []
+    base_rate = None
+    for stack in stacks:
+        try:
+            cost = simulate(chip, model_cfg, scenario, engine=engine, techniques=stack)
+        except UnsupportedDtypeError as exc:
+            rows.append({"technique": stack, "error": str(exc)})
+            continue
+        if base_rate is None:
+            base_rate = cost.tokens_per_s
+        latency = {"ttft_s": cost.ttft_s} if cost.phase == "prefill" else {"tpot_s": cost.tpot_s}
+        rows.append({
+            "technique": stack,
+            "weights_bytes": cost.memory.weights_bytes,
+            "kv_bytes": cost.memory.kv_bytes,
+            "fits": cost.memory.fits,
+            "chips": cost.chips,
+            **latency,
+            "tokens_per_s": cost.tokens_per_s,
+            "energy_per_token_j": cost.energy_per_token_j,
+            "speedup": cost.tokens_per_s / base_rate if base_rate else None,
+            "bound": cost.bound,
+            "notes": list(cost.notes),
+        })
+    return rows
+
+
+@app.command()
+def compare(
+    chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
+    model: Annotated[str, typer.Option(help="Model preset name or config.json path")],
+    phase: Annotated[PhaseChoice, typer.Option(help="prefill or decode")] = PhaseChoice.decode,
+    batch: Annotated[int, typer.Option(help="Sequences in the batch")] = 1,
+    prompt_len: Annotated[int, typer.Option(help="Prompt tokens (prefill)")] = 512,
+    context: Annotated[int, typer.Option(help="Cached tokens per sequence (decode)")] = 512,
+    techniques: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated stacks ('+' joins techniques); first = baseline"),
+    ] = None,
+    allow_emulation: Annotated[
+        bool, typer.Option(help="Cost dtypes the chip lacks as emulated at a wider one")
+    ] = False,
+    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """What each technique stack costs and buys for one model step on one chip."""
+    with user_errors():
+        the_chip = load_chip(chip)
+        options = {"phase": phase.value, "batch": batch, "prompt_len": prompt_len,
+                   "context_len": context}
+        scenario = validate(Scenario, options, "options")
+        stacks = [t.strip() for t in techniques.split(",")] if techniques else list(DEFAULT_STACKS)
+        if allow_emulation:
+            stacks = [f"{s}+emulate" for s in stacks]
+        for stack in stacks:
+            parse_stack(stack)  # every token checked before any simulation
+        rows = compare_rows(the_chip, model, scenario, stacks, engine)
+    if as_json:
+        print_json(rows)
+        return
+    latency = "TTFT" if phase == PhaseChoice.prefill else "TPOT"
+    table = Table(title=f"{model} on {the_chip.name}: {phase.value}, batch {batch}")
+    for col in ("technique", "weights", "KV", "fits", latency, "tokens/s", "J/token", "speedup",
+                "bound"):
+        table.add_column(col, justify="left" if col in ("technique", "bound") else "right")
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["technique"], "", "", "", "", "", "", "", "unsupported")
+            continue
+        table.add_row(
+            r["technique"], fmt_bytes(r["weights_bytes"]), fmt_bytes(r["kv_bytes"]),
+            "yes" if r["fits"] else "no", fmt_time(r.get("ttft_s") or r.get("tpot_s") or 0.0),
+            f"{r['tokens_per_s']:,.1f}", f"{r['energy_per_token_j']:.3g}",
+            f"{r['speedup']:.2f}x", r["bound"],
+        )
+    console.print(table)
+    for r in rows:
+        for note in r.get("notes", []):
+            console.print(f"note ({r['technique']}): {note}", markup=False, highlight=False)
+        if "error" in r:
+            console.print(f"unsupported ({r['technique']}): {r['error']}", markup=False,
+                          highlight=False)
 
 
 @app.command()

@@ -1,7 +1,10 @@
-"""Number formats: storage bits and the compute class a MAC unit is rated for.
+"""Number formats: storage bits (scales included) and the compute class a MAC unit is rated for.
 
 Storage and compute are different questions: ``fp8_e5m2`` is stored in 8 bits and computed on
-the units rated for ``fp8``; a chip lists MAC rates per compute class.
+the units rated for ``fp8``; a chip lists MAC rates per compute class. Block-scaled formats
+count their scales in ``bits`` (MXFP4: 4-bit values + one 8-bit scale per 32 = 4.25 bits).
+Storage-only formats (GGUF k-quants, grouped int4, 3-bit) have no compute class: weights in
+them are dequantized and multiplied at the activation dtype.
 """
 
 from __future__ import annotations
@@ -11,31 +14,33 @@ from typing import Literal, get_args
 
 from infersim.errors import InfersimError
 
-DType = Literal[
-    "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int16", "int8", "int4", "fp4"
-]
-"""Every storage dtype infersim knows."""
-
 MacClass = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int16", "int8", "int4", "fp4"]
 """The compute classes a systolic array lists MAC rates for."""
 
-DTYPES: tuple[str, ...] = get_args(DType)
 MAC_CLASSES: tuple[str, ...] = get_args(MacClass)
 
 
 @dataclass(frozen=True, slots=True)
 class DTypeInfo:
-    """Storage width and compute class of one dtype."""
+    """Storage width (bits per element, scales included) and compute class of one format."""
 
     bits: float
-    mac_class: str
+    mac_class: str | None
     is_float: bool
+    source: str = ""
 
     @property
     def bytes(self) -> float:
-        """Bytes per element (fractional for sub-byte formats)."""
+        """Bytes per element (fractional for sub-byte and block-scaled formats)."""
         return self.bits / 8
 
+    @property
+    def storage_only(self) -> bool:
+        """Whether the format is only stored (dequantized before any multiply)."""
+        return self.mac_class is None
+
+
+_LLAMA_CPP = "llama.cpp tools/quantize/README.md, bits per weight measured on Llama 2 7B"
 
 _INFO: dict[str, DTypeInfo] = {
     "fp32": DTypeInfo(32, "fp32", True),
@@ -47,8 +52,30 @@ _INFO: dict[str, DTypeInfo] = {
     "int16": DTypeInfo(16, "int16", False),
     "int8": DTypeInfo(8, "int8", False),
     "int4": DTypeInfo(4, "int4", False),
-    "fp4": DTypeInfo(4, "fp4", True),
+    "fp4": DTypeInfo(4, "fp4", True),  # bare e2m1, no scales
+    "mxfp4": DTypeInfo(4 + 8 / 32, "fp4", True, "OCP Microscaling spec v1.0: E8M0 scale per 32"),
+    "nvfp4": DTypeInfo(4 + 8 / 16, "fp4", True, "NVIDIA Blackwell NVFP4: E4M3 scale per 16"),
+    "int4-g128": DTypeInfo(
+        4 + (16 + 4) / 128, None, False, "GPTQ/AWQ: fp16 scale + 4-bit zero point per 128"
+    ),
+    "int3": DTypeInfo(3, None, False, "3-bit KV-cache quantization (scales not counted)"),
+    "q8_0": DTypeInfo(8.5, None, False, "ggml block_q8_0: 32 int8 + fp16 scale"),
+    "q6_k": DTypeInfo(6.56, None, False, _LLAMA_CPP),
+    "q5_k_m": DTypeInfo(5.68, None, False, _LLAMA_CPP),
+    "q5_k_s": DTypeInfo(5.52, None, False, _LLAMA_CPP),
+    "q4_k_m": DTypeInfo(4.84, None, False, _LLAMA_CPP),
+    "q4_k_s": DTypeInfo(4.58, None, False, _LLAMA_CPP),
+    "q4_0": DTypeInfo(4.5, None, False, "ggml block_q4_0: 32 4-bit + fp16 scale"),
+    "q3_k_l": DTypeInfo(4.27, None, False, _LLAMA_CPP),
+    "q3_k_m": DTypeInfo(3.91, None, False, _LLAMA_CPP),
+    "q3_k_s": DTypeInfo(3.50, None, False, _LLAMA_CPP),
+    "q2_k": DTypeInfo(3.35, None, False, _LLAMA_CPP),
 }
+
+DTYPES: tuple[str, ...] = tuple(_INFO)
+"""Every format infersim knows, canonical names."""
+
+GGUF_FORMATS: tuple[str, ...] = tuple(n for n in _INFO if n.startswith("q"))
 
 ALIASES: dict[str, str] = {
     "fp8": "fp8_e4m3",
@@ -84,3 +111,20 @@ def info(name: str) -> DTypeInfo:
 def nbytes(name: str) -> float:
     """Bytes per element of dtype ``name``."""
     return info(name).bytes
+
+
+def mac_class(name: str) -> str:
+    """The compute class of ``name`` (a compute class name passes through).
+
+    Raises:
+        InfersimError: ``name`` is a storage-only format.
+    """
+    if name in MAC_CLASSES:
+        return name
+    cls = info(name).mac_class
+    if cls is None:
+        raise InfersimError(
+            f"{name} is a storage-only format: it is dequantized and multiplied at the "
+            "activation dtype, never computed in"
+        )
+    return cls

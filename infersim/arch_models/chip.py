@@ -242,7 +242,7 @@ class Chip(Spec):
         Raises:
             UnsupportedDtypeError: the array has no rate for the dtype's compute class.
         """
-        mac_class = dtype if dtype in dtypes.MAC_CLASSES else dtypes.info(dtype).mac_class
+        mac_class = dtypes.mac_class(dtype)
         rate = self.array.macs_per_pe_per_cycle.get(mac_class)  # type: ignore[call-overload]
         if rate is None:
             supported = ", ".join(self.array.macs_per_pe_per_cycle)
@@ -254,8 +254,8 @@ class Chip(Spec):
 
     def supports(self, dtype: str) -> bool:
         """Whether the array computes ``dtype`` natively."""
-        mac_class = dtype if dtype in dtypes.MAC_CLASSES else dtypes.info(dtype).mac_class
-        return mac_class in self.array.macs_per_pe_per_cycle
+        cls = dtype if dtype in dtypes.MAC_CLASSES else dtypes.info(dtype).mac_class
+        return cls in self.array.macs_per_pe_per_cycle
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak FLOP/s of the arrays for ``dtype`` (2 FLOPs per MAC)."""

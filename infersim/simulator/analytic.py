@@ -3,7 +3,8 @@ the same :func:`cost` contract.
 
 Roofline: time = max(array FLOPs / achievable array FLOP/s at the op's dtype,
 vector FLOPs / achievable vector FLOP/s, compulsory DRAM bytes / achievable bandwidth,
-link bytes / link bandwidth + latency) + the calibrated per-kernel overhead. The largest term
+link bytes / link bandwidth + latency, host bytes / host-link bandwidth + latency) + the
+calibrated per-kernel overhead. The largest term
 names the bound.
 """
 
@@ -13,7 +14,7 @@ from infersim import dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError
 from infersim.simulator.results import Bound, OpCost
-from infersim.workloads.ops import Collective, OpBase
+from infersim.workloads.ops import Collective, HostTransfer, OpBase
 
 
 def _link_s(op: Collective, chip: Chip) -> float:
@@ -22,6 +23,12 @@ def _link_s(op: Collective, chip: Chip) -> float:
     link = chip.chip_link
     bandwidth = link.bandwidth_bytes_per_s * chip.calibration.link_efficiency
     return op.link_bytes / bandwidth + op.steps * link.latency_s
+
+
+def _host_s(op: HostTransfer, chip: Chip) -> float:
+    if chip.host_link is None:
+        raise InfersimError(f"chip {chip.name!r} has no host_link; offload needs one")
+    return op.transfer_bytes / chip.host_link.bandwidth_bytes_per_s + chip.host_link.latency_s
 
 
 def cost(op: OpBase, chip: Chip) -> OpCost:
@@ -36,7 +43,7 @@ def cost(op: OpBase, chip: Chip) -> OpCost:
     compute_s = 0.0
     mac_pj = 0.0
     if array_flops:
-        mac_class = dtypes.info(op.compute_dtype).mac_class
+        mac_class = dtypes.mac_class(op.compute_dtype)
         peak = chip.peak_flops(mac_class) * cal.compute(mac_class)
         compute_s = array_flops / peak
         mac_pj = array_flops / 2 * chip.energy.mac(mac_class)
@@ -44,12 +51,14 @@ def cost(op: OpBase, chip: Chip) -> OpCost:
     dram_bytes = op.compulsory_bytes
     memory_s = dram_bytes / (chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency)
     link_s = _link_s(op, chip) if isinstance(op, Collective) else 0.0
+    host_s = _host_s(op, chip) if isinstance(op, HostTransfer) else 0.0
 
     terms: dict[Bound, float] = {
         "compute": compute_s,
         "vector": vector_s,
         "memory": memory_s,
         "link": link_s,
+        "host": host_s,
     }
     bound: Bound = max(terms, key=terms.__getitem__)
     time_s = terms[bound] + cal.kernel_overhead_s

@@ -1,23 +1,31 @@
-"""Whole-model simulation: build the graph, cost each distinct operator once, sum a PhaseCost."""
+"""Whole-model simulation: apply the techniques, build the graph, cost each distinct operator
+once, and compose a :class:`PhaseCost` (pipeline stages, offload streaming and speculative
+decoding are composed here from simulated step costs)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from infersim import dtypes
 from infersim.arch_models.chip import Chip
-from infersim.errors import InfersimError
+from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.simulator import analytic
 from infersim.simulator.results import MemoryReport, OpCost, PhaseCost
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
-from infersim.workloads.ops import OpBase
+from infersim.workloads.ops import Collective, HostTransfer, OpBase
 from infersim.workloads.scenario import Scenario
+from infersim.workloads.techniques import Plan, TechniqueStack, parse
 
 Engine = Literal["roofline"]
 ENGINES: dict[str, Callable[[OpBase, Chip], OpCost]] = {"roofline": analytic.cost}
 """Engine name → per-op cost function (one contract: op and chip in, OpCost out)."""
+
+EMULATION_ORDER = ("bf16", "fp16", "fp32")
+"""Wider classes a chip may emulate an unsupported compute dtype at, in order of preference."""
 
 
 def engine_fn(engine: str) -> Callable[[OpBase, Chip], OpCost]:
@@ -45,49 +53,149 @@ def cost_ops(ops: Sequence[OpBase], chip: Chip, engine: str = "roofline") -> lis
     return out
 
 
-def _phase_cost(
-    chip: Chip,
-    model_name: str,
-    scenario: Scenario,
-    engine: str,
-    ops: Sequence[OpBase],
-    weights_bytes: float,
-    kv_bytes: float,
-) -> PhaseCost:
-    costs = cost_ops(ops, chip, engine)
+def _resolve(plan: Plan, chip: Chip) -> tuple[Plan, list[str]]:
+    """Chip-dependent decisions: 2:4 without hardware support, dtype support and emulation."""
+    notes = []
+    if plan.graph.sparsity == "2:4" and not chip.array.sparsity_2_4:
+        plan = plan.with_graph(sparsity="dense", density=1.0)
+        notes.append(f"2:4 sparsity: {chip.name} has no 2:4 support, weights stay dense (no gain)")
+    act = plan.precision.act
+    if not chip.supports(act):
+        fallback = next((d for d in EMULATION_ORDER if chip.supports(d)), None)
+        if not plan.allow_emulation or fallback is None:
+            supported = ", ".join(chip.array.macs_per_pe_per_cycle)
+            raise UnsupportedDtypeError(
+                f"chip {chip.name!r} cannot compute {act} on its systolic array; supported: "
+                f"{supported} (the 'emulate' technique / --allow-emulation costs it emulated)"
+            )
+        plan = plan.with_precision(act=fallback)
+        notes.append(f"{act} emulated: computed at {fallback} rate, {act} kept for storage")
+    return plan, notes
+
+
+def _needs_link(chip: Chip, plan: Plan) -> None:
+    if (plan.graph.tp > 1 or plan.pp > 1) and chip.chip_link is None:
+        raise InfersimError(f"chip {chip.name!r} has no chip_link; tp/pp need one")
+
+
+def _step(
+    chip: Chip, plan: Plan, scenario: Scenario, engine: str, decode_tokens: int = 1
+) -> tuple[list[OpCost], MemoryReport, int]:
+    """One step on one chip of a (tp × pp) group: its op costs in time order, its memory, and
+    the number of chips in the group."""
+    _needs_link(chip, plan)
+    stages = plan.pp
+    stage_model = plan.model
+    if stages > 1:
+        layers = math.ceil(plan.model.num_hidden_layers / stages)
+        stage_model = plan.model.model_copy(update={"num_hidden_layers": layers})
+    micro = plan.microbatches or min(scenario.batch, stages)
+    micro = min(micro, scenario.batch)
+    micro_batch = math.ceil(scenario.batch / micro)
+    options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
+    micro_scenario = scenario.model_copy(update={"batch": micro_batch})
+    ops = graph.build(stage_model, micro_scenario, options)
+    costs = [replace(c, count=c.count * micro) for c in cost_ops(ops, chip, engine)]
+    stage_s = sum(c.total_time_s for c in costs) / micro
+    if stages > 1:
+        tokens = micro_batch * (scenario.prompt_len if scenario.phase == "prefill" else 1)
+        payload = tokens * plan.model.hidden_size * dtypes.nbytes(plan.precision.act)
+        hop = Collective(name="pipeline.send", collective="send-recv", payload_bytes=payload)
+        hop_cost = cost_ops([hop], chip, engine)[0]
+        costs.append(replace(hop_cost, count=micro))
+        bubble_s = (stages - 1) * (stage_s + hop_cost.time_s)
+        costs.append(OpCost(
+            name="pipeline.bubble", kind="bubble", count=1, flops=0.0, dram_bytes=0.0,
+            compute_s=0.0, memory_s=0.0, time_s=bubble_s, bound="pipeline",
+            cycles=bubble_s * chip.freq_hz, energy_pj=0.0,
+        ))
+    footprint = graph.footprint(stage_model, scenario, ops, options)
+    weights = footprint.weights_bytes
+    if plan.offload_fraction > 0:
+        streamed = weights * plan.offload_fraction
+        weights -= streamed
+        costs.extend(cost_ops([HostTransfer(name="offload.stream", transfer_bytes=streamed)],
+                              chip, engine))
     memory = MemoryReport(
-        weights_bytes=weights_bytes,
-        kv_bytes=kv_bytes,
-        activation_bytes=graph.activation_bytes(list(ops)),
+        weights_bytes=weights,
+        kv_bytes=footprint.kv_bytes,
+        activation_bytes=footprint.activation_bytes,
         capacity_bytes=float(chip.dram.capacity_bytes),
     )
+    return costs, memory, plan.graph.tp * stages
+
+
+def _speculative(
+    chip: Chip, plan: Plan, scenario: Scenario, engine: str
+) -> tuple[list[OpCost], MemoryReport, int, float]:
+    """One draft-and-verify iteration: K draft steps, one target pass over K+1 tokens."""
+    spec = plan.speculative
+    assert spec is not None
+    verify, memory, chips = _step(chip, plan, scenario, engine, decode_tokens=spec.k + 1)
+    draft: list[OpCost] = []
+    if spec.draft is not None:
+        draft_plan = replace(plan, model=spec.draft, speculative=None, pp=1, offload_fraction=0)
+        draft_costs, draft_memory, _ = _step(chip, draft_plan, scenario, engine)
+        draft = [replace(c, name=f"draft.{c.name}", count=c.count * spec.k) for c in draft_costs]
+        memory = replace(memory, weights_bytes=memory.weights_bytes + draft_memory.weights_bytes,
+                         kv_bytes=memory.kv_bytes + draft_memory.kv_bytes)
+    elif spec.cost_fraction > 0:
+        target, _, _ = _step(chip, plan, scenario, engine)
+        f = spec.cost_fraction
+        t = sum(c.total_time_s for c in target)
+        draft = [OpCost(
+            name="draft.heads", kind="draft", count=spec.k,
+            flops=f * sum(c.flops * c.count for c in target),
+            dram_bytes=f * sum(c.dram_bytes * c.count for c in target),
+            compute_s=0.0, memory_s=0.0, time_s=f * t, bound="memory",
+            cycles=f * t * chip.freq_hz, energy_pj=f * sum(c.energy_pj * c.count for c in target),
+        )]
+    return draft + verify, memory, chips, spec.expected_tokens
+
+
+def simulate(
+    chip: Chip,
+    model: ModelConfig,
+    scenario: Scenario,
+    engine: str = "roofline",
+    techniques: str | TechniqueStack | None = None,
+) -> PhaseCost:
+    """Latency, throughput, per-op breakdown and memory footprint of one step, with a
+    technique stack applied (``"int4-awq+kv-fp8+flash"``; ``None`` is the baseline).
+
+    Raises:
+        UnsupportedDtypeError: the chip cannot compute the activation dtype (and the stack
+            does not ask for emulation).
+        InfersimError: unknown engine or technique, or a technique the chip cannot run
+            (tp/pp without a chip link, offload without a host link).
+    """
+    stack = parse(techniques)
+    plan, notes = _resolve(stack.plan(model, scenario.precision), chip)
+    scenario = scenario.model_copy(update={"precision": plan.precision})
+    tokens_per_seq = 1.0
+    if plan.speculative is not None and scenario.phase == "decode":
+        costs, memory, chips, tokens_per_seq = _speculative(chip, plan, scenario, engine)
+    else:
+        if plan.speculative is not None:
+            notes.append("speculative decoding does not change a prefill")
+        costs, memory, chips = _step(chip, plan, scenario, engine)
     return PhaseCost(
         chip=chip.name,
-        model=model_name,
+        model=plan.model.name,
         phase=scenario.phase,
         batch=scenario.batch,
         prompt_len=scenario.prompt_len,
         context_len=scenario.context_len,
         engine=engine,
         latency_s=sum(c.total_time_s for c in costs),
-        tokens=scenario.new_tokens,
+        tokens=scenario.new_tokens * tokens_per_seq,
         memory=memory,
         ops=costs,
+        techniques=stack.name,
+        chips=chips,
+        tokens_per_seq=tokens_per_seq,
+        notes=tuple(notes),
     )
-
-
-def simulate(
-    chip: Chip, model: ModelConfig, scenario: Scenario, engine: str = "roofline"
-) -> PhaseCost:
-    """Latency, throughput, per-op breakdown and memory footprint of one step.
-
-    Raises:
-        UnsupportedDtypeError: the chip cannot compute the scenario's activation dtype.
-        InfersimError: unknown engine.
-    """
-    ops = graph.build(model, scenario)
-    fp = graph.footprint(model, scenario, ops)
-    return _phase_cost(chip, model.name, scenario, engine, ops, fp.weights_bytes, fp.kv_bytes)
 
 
 def simulate_ops(
@@ -96,6 +204,15 @@ def simulate_ops(
     """Cost a user-defined operator list (one pass; its weights are every op's weight bytes)."""
     if not ops:
         raise InfersimError(f"workload {name!r} has no operators")
-    weights = sum(op.weight_bytes * op.count for op in ops)
-    scenario = Scenario(phase="prefill", batch=1, prompt_len=1)
-    return _phase_cost(chip, name, scenario, engine, ops, weights, 0.0)
+    costs = cost_ops(ops, chip, engine)
+    memory = MemoryReport(
+        weights_bytes=sum(op.weight_bytes * op.count for op in ops),
+        kv_bytes=0.0,
+        activation_bytes=graph.activation_bytes(list(ops)),
+        capacity_bytes=float(chip.dram.capacity_bytes),
+    )
+    return PhaseCost(
+        chip=chip.name, model=name, phase="prefill", batch=1, prompt_len=1, context_len=0,
+        engine=engine, latency_s=sum(c.total_time_s for c in costs), tokens=1, memory=memory,
+        ops=costs,
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Bound = Literal["compute", "memory", "vector", "link", "overhead"]
+Bound = Literal["compute", "memory", "vector", "link", "host", "pipeline", "overhead"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,14 +101,29 @@ class PhaseCost:
     context_len: int
     engine: str
     latency_s: float
-    tokens: int
+    tokens: float
     memory: MemoryReport
     ops: list[OpCost] = field(default_factory=list)
+    techniques: str = "baseline"
+    chips: int = 1
+    tokens_per_seq: float = 1.0
+    notes: tuple[str, ...] = ()
 
     @property
     def tokens_per_s(self) -> float:
         """Tokens processed (prefill) or generated (decode) per second."""
         return self.tokens / self.latency_s if self.latency_s else 0.0
+
+    @property
+    def energy_per_token_j(self) -> float:
+        """Dynamic energy per token processed or generated, over all chips, in joules."""
+        return self.energy_j / self.tokens if self.tokens else 0.0
+
+    @property
+    def bound(self) -> str:
+        """The bound of the ops that take most of the time."""
+        shares = self.time_by_bound()
+        return max(shares, key=shares.__getitem__) if shares else "overhead"
 
     @property
     def ttft_s(self) -> float | None:
@@ -117,23 +132,24 @@ class PhaseCost:
 
     @property
     def tpot_s(self) -> float | None:
-        """Time per output token (decode only)."""
-        return self.latency_s if self.phase == "decode" else None
+        """Time per output token of one sequence (decode only; a speculative step yields
+        ``tokens_per_seq`` tokens on average)."""
+        return self.latency_s / self.tokens_per_seq if self.phase == "decode" else None
 
     @property
     def flops(self) -> float:
-        """All FLOPs of the step."""
+        """FLOPs of one chip's share of the step (``ops`` is one chip's work)."""
         return sum(c.flops * c.count for c in self.ops)
 
     @property
     def dram_bytes(self) -> float:
-        """All DRAM traffic of the step."""
+        """DRAM traffic of one chip's share of the step."""
         return sum(c.dram_bytes * c.count for c in self.ops)
 
     @property
     def energy_j(self) -> float:
-        """Dynamic energy of the step in joules."""
-        return sum(c.energy_pj * c.count for c in self.ops) * 1e-12
+        """Dynamic energy of the whole step over all chips, in joules."""
+        return sum(c.energy_pj * c.count for c in self.ops) * 1e-12 * self.chips
 
     def time_by_bound(self) -> dict[str, float]:
         """Seconds spent in ops of each bound."""
@@ -152,6 +168,8 @@ class PhaseCost:
             "prompt_len": self.prompt_len,
             "context_len": self.context_len,
             "engine": self.engine,
+            "techniques": self.techniques,
+            "chips": self.chips,
             "latency_s": self.latency_s,
             "tokens_per_s": self.tokens_per_s,
             "ttft_s": self.ttft_s,
@@ -159,6 +177,10 @@ class PhaseCost:
             "flops": self.flops,
             "dram_bytes": self.dram_bytes,
             "energy_j": self.energy_j,
+            "energy_per_token_j": self.energy_per_token_j,
+            "bound": self.bound,
+            "tokens_per_seq": self.tokens_per_seq,
+            "notes": list(self.notes),
             "memory": self.memory.to_dict(),
             "ops": [
                 {

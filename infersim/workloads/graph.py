@@ -2,7 +2,9 @@
 
 Identical layers appear once with ``count`` = number of layers, so a 80-layer model costs one
 layer's simulation. The embedding gather and the LM head are included; the LM head runs on the
-last token of each sequence only (what serving engines do).
+last token of each sequence only (what serving engines do). :class:`GraphOptions` carries the
+graph-level techniques: KV cache on/off, FlashAttention vs naive, fused epilogues, sparse
+weights, tensor-parallel sharding and multi-token decode (speculative verification).
 """
 
 from __future__ import annotations
@@ -10,15 +12,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from infersim import dtypes
 from infersim.workloads.models import ModelConfig
 from infersim.workloads.ops import (
     Attention,
+    Collective,
     Elementwise,
+    Epilogue,
     Gemm,
     Norm,
     OpBase,
     Softmax,
+    Sparsity,
+    stored_bits,
 )
 from infersim.workloads.scenario import Precision, Scenario
 
@@ -29,28 +37,66 @@ ROPE_FLOPS_PER_ELEMENT = 3.0
 """Rotary embedding: two multiplies and an add per element."""
 
 
+class GraphOptions(BaseModel):
+    """How the step is executed (graph-level techniques); the defaults are a vLLM-like baseline:
+    KV cache on, FlashAttention, separate elementwise kernels, dense weights, one chip."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    kv_cache: bool = Field(default=True, description="Off: every step recomputes the prefix")
+    flash_attention: bool = Field(default=True, description="Fused attention (no scores in DRAM)")
+    fuse_epilogues: bool = Field(default=False, description="Elementwise ops fused into GEMMs")
+    sparsity: Sparsity = Field(default="dense", description="Structure of weight zeros")
+    density: float = Field(default=1.0, gt=0, le=1, description="Nonzero weight fraction")
+    sparse_kernel_efficiency: float = Field(
+        default=0.0, ge=0, le=1, description="Fraction of zero MACs skipped (unstructured)"
+    )
+    tp: int = Field(default=1, ge=1, le=1024, description="Tensor-parallel degree (shards/chip)")
+    decode_tokens: int = Field(
+        default=1, ge=1, le=64, description="Tokens per sequence a decode step scores (verify)"
+    )
+
+
 def expected_experts_hit(experts: int, top_k: int, tokens: int) -> float:
     """Expected distinct experts a batch of ``tokens`` routes to: E·(1 − (1 − k/E)^B)."""
     return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
+def _shard(size: int, tp: int) -> int:
+    return max(1, math.ceil(size / tp))
+
+
 @dataclass(frozen=True)
 class _Step:
-    """Shapes shared by every layer of one step."""
+    """Shapes and options shared by every layer of one step (on one tensor-parallel chip)."""
 
     model: ModelConfig
     batch: int
     q_len: int
     kv_len: int
     precision: Precision
-    decode: bool
+    options: GraphOptions
+    cached: bool  # attention reads K/V from the cache (in the KV dtype)
 
     @property
     def tokens(self) -> int:
         return self.batch * self.q_len
 
-    def gemm(self, name: str, k: int, n: int, count: int, batch: int = 1, m: int = 0) -> Gemm:
-        p = self.precision
+    @property
+    def fuse(self) -> bool:
+        return self.options.fuse_epilogues
+
+    def gemm(
+        self,
+        name: str,
+        k: int,
+        n: int,
+        count: int,
+        batch: int = 1,
+        m: int = 0,
+        epilogue: Epilogue | None = None,
+    ) -> Gemm:
+        p, o = self.precision, self.options
         return Gemm(
             name=name,
             count=count,
@@ -61,6 +107,10 @@ class _Step:
             a_dtype=p.act,
             b_dtype=p.weights,
             out_dtype=p.act,
+            sparsity=o.sparsity,
+            density=o.density,
+            sparse_kernel_efficiency=o.sparse_kernel_efficiency,
+            epilogue=epilogue if self.fuse else None,
         )
 
     def vector(
@@ -85,12 +135,27 @@ class _Step:
             dtype=self.precision.act,
         )
 
+    def all_reduce(self, name: str, count: int, rows: int = 0) -> list[OpBase]:
+        tp = self.options.tp
+        if tp == 1:
+            return []
+        payload = (rows or self.tokens) * self.model.hidden_size * dtypes.nbytes(self.precision.act)
+        return [
+            Collective(
+                name=name,
+                count=count,
+                collective="all-reduce",
+                payload_bytes=payload,
+                participants=tp,
+            )
+        ]
+
 
 def _attention_block(s: _Step, layers: int) -> list[OpBase]:
-    m, t = s.model, s.tokens
-    h, heads = m.hidden_size, m.num_attention_heads
+    m, t, tp = s.model, s.tokens, s.options.tp
+    h, heads = m.hidden_size, _shard(m.num_attention_heads, tp)
     ops: list[OpBase] = [s.norm("attn.norm", h, layers)]
-    kv_elems = m.kv_elements_per_token()
+    residual = Epilogue(name="residual", flops_per_output=1.0, extra_inputs=1)
     if m.is_mla:
         nope, rope = m.qk_nope_head_dim or 0, m.qk_rope_head_dim or 0
         v, rank = m.v_head_dim or nope, m.kv_lora_rank or 0
@@ -102,13 +167,13 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
                 s.norm("attn.q_a_norm", m.q_lora_rank, layers),
                 s.gemm("attn.q_b", m.q_lora_rank, heads * (nope + rope), layers),
             ]
-        ops += [
-            s.gemm("attn.kv_a", h, rank + rope, layers),
-            s.norm("attn.kv_a_norm", rank, layers),
-            s.vector("attn.rope", t * (heads + 1) * rope, 1, ROPE_FLOPS_PER_ELEMENT, layers),
-            _kv_write(s, kv_elems, layers),
-        ]
-        if s.decode:  # absorbed: attend over the latent cache, one shared KV head
+        ops += [s.gemm("attn.kv_a", h, rank + rope, layers), s.norm("attn.kv_a_norm", rank, layers)]
+        if not s.fuse:
+            ops.append(
+                s.vector("attn.rope", t * (heads + 1) * rope, 1, ROPE_FLOPS_PER_ELEMENT, layers)
+            )
+        ops += _kv_write(s, m.kv_elements_per_token(), layers)
+        if s.cached:  # absorbed: attend over the latent cache, one shared KV head
             ops += [
                 s.gemm("attn.q_absorb", nope, rank, layers, batch=heads),
                 _attention(s, heads, 1, rank + rope, rank, layers, shared_kv=True),
@@ -119,29 +184,43 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
                 s.gemm("attn.kv_b", rank, heads * (nope + v), layers),
                 _attention(s, heads, heads, nope + rope, v, layers),
             ]
-        ops.append(s.gemm("attn.o", heads * v, h, layers))
+        ops.append(s.gemm("attn.o", heads * v, h, layers, epilogue=residual))
     else:
-        d, kvh = m.head_size, m.kv_heads
+        d, kvh = m.head_size, _shard(m.kv_heads, tp)
+        qkv_out = (heads + 2 * kvh) * d
+        rope = Epilogue(
+            name="rope", flops_per_output=ROPE_FLOPS_PER_ELEMENT * (heads + kvh) / (heads + 2 * kvh)
+        )
+        ops.append(s.gemm("attn.qkv", h, qkv_out, layers, epilogue=rope))
+        if not s.fuse:
+            ops.append(
+                s.vector("attn.rope", t * (heads + kvh) * d, 1, ROPE_FLOPS_PER_ELEMENT, layers)
+            )
+        ops += _kv_write(s, 2 * kvh * d, layers)
         ops += [
-            s.gemm("attn.qkv", h, (heads + 2 * kvh) * d, layers),
-            s.vector("attn.rope", t * (heads + kvh) * d, 1, ROPE_FLOPS_PER_ELEMENT, layers),
-            _kv_write(s, kv_elems, layers),
             _attention(s, heads, kvh, d, d, layers),
-            s.gemm("attn.o", heads * d, h, layers),
+            s.gemm("attn.o", heads * d, h, layers, epilogue=residual),
         ]
-    ops.append(s.vector("attn.residual", t * h, 2, 1.0, layers))
+    ops += s.all_reduce("attn.all_reduce", layers)
+    if not s.fuse:
+        ops.append(s.vector("attn.residual", t * h, 2, 1.0, layers))
     return ops
 
 
-def _kv_write(s: _Step, kv_elems: int, layers: int) -> Elementwise:
-    return Elementwise(
-        name="attn.kv_write",
-        count=layers,
-        elements=s.tokens * kv_elems,
-        inputs=1,
-        flops_per_element=0.0,
-        dtype=s.precision.kv,
-    )
+def _kv_write(s: _Step, kv_elems: int, layers: int) -> list[OpBase]:
+    """Copy this step's keys and values into the cache (fused: the projection writes them)."""
+    if not s.options.kv_cache or s.fuse:
+        return []
+    return [
+        Elementwise(
+            name="attn.kv_write",
+            count=layers,
+            elements=s.tokens * kv_elems,
+            inputs=1,
+            flops_per_element=0.0,
+            dtype=s.precision.kv,
+        )
+    ]
 
 
 def _attention(
@@ -161,28 +240,54 @@ def _attention(
         window=s.model.sliding_window,
         shared_kv=shared_kv,
         dtype=s.precision.act,
-        kv_dtype=s.precision.kv if s.decode else s.precision.act,
+        kv_dtype=s.precision.kv if s.cached else s.precision.act,
+        fused=s.options.flash_attention,
     )
 
 
 def _mlp(
-    s: _Step, prefix: str, width: int, count: int, tokens: int = 0, batch: int = 1
+    s: _Step,
+    prefix: str,
+    width: int,
+    count: int,
+    tokens: int = 0,
+    batch: int = 1,
+    residual: bool = True,
 ) -> list[OpBase]:
     m = s.model
     t = tokens or s.tokens
-    act = s.vector(
-        f"{prefix}.act",
-        batch * t * width,
-        2 if m.mlp == "gated" else 1,
-        ACTIVATION_FLOPS[m.mlp],
-        count,
+    gated = m.mlp == "gated"
+    act = Epilogue(
+        name="activation",
+        flops_per_output=ACTIVATION_FLOPS[m.mlp] / (2 if gated else 1),
+        out_ratio=0.5 if gated else 1.0,
     )
-    up_width = 2 * width if m.mlp == "gated" else width
-    return [
-        s.gemm(f"{prefix}.up", m.hidden_size, up_width, count, batch=batch, m=t),
-        act,
-        s.gemm(f"{prefix}.down", width, m.hidden_size, count, batch=batch, m=t),
+    ops: list[OpBase] = [
+        s.gemm(
+            f"{prefix}.up",
+            m.hidden_size,
+            2 * width if gated else width,
+            count,
+            batch=batch,
+            m=t,
+            epilogue=act,
+        ),
     ]
+    if not s.fuse:
+        ops.append(
+            s.vector(
+                f"{prefix}.act",
+                batch * t * width,
+                2 if gated else 1,
+                ACTIVATION_FLOPS[m.mlp],
+                count,
+            )
+        )
+    add = Epilogue(name="residual", flops_per_output=1.0, extra_inputs=1) if residual else None
+    ops.append(
+        s.gemm(f"{prefix}.down", width, m.hidden_size, count, batch=batch, m=t, epilogue=add)
+    )
+    return ops
 
 
 def _moe_block(s: _Step, layers: int) -> list[OpBase]:
@@ -190,68 +295,109 @@ def _moe_block(s: _Step, layers: int) -> list[OpBase]:
     k, e = m.num_experts_per_tok, m.num_experts
     hit = min(e, max(k, round(expected_experts_hit(e, k, t))))
     per_expert = max(1, math.ceil(t * k / hit))
+    width = _shard(m.expert_size, s.options.tp)
     ops: list[OpBase] = [
         s.gemm("moe.router", h, e, layers),
         Softmax(name="moe.router_softmax", count=layers, rows=t, cols=e),
-        *_mlp(s, "moe.experts", m.expert_size, layers, tokens=per_expert, batch=hit),
+        *_mlp(s, "moe.experts", width, layers, tokens=per_expert, batch=hit, residual=False),
     ]
     if m.num_shared_experts:
-        ops += _mlp(s, "moe.shared", m.num_shared_experts * m.expert_size, layers)
+        shared = _shard(m.num_shared_experts * m.expert_size, s.options.tp)
+        ops += _mlp(s, "moe.shared", shared, layers, residual=False)
     ops.append(s.vector("moe.combine", t * h, k, 2.0 * k, layers))
     return ops
 
 
-def _graph(model: ModelConfig, step: _Step) -> list[OpBase]:
-    m, t = model, step.tokens
+def _graph(step: _Step) -> list[OpBase]:
+    m, t, tp = step.model, step.tokens, step.options.tp
+    layers = m.num_hidden_layers
+    learned = m.positions == "learned"
     ops: list[OpBase] = [
-        step.vector(
-            "embed",
-            t * m.hidden_size,
-            2 if m.positions == "learned" else 1,
-            1.0 if m.positions == "learned" else 0.0,
-            1,
-        ),
+        step.vector("embed", t * m.hidden_size, 2 if learned else 1, 1.0 if learned else 0.0, 1),
     ]
-    ops += _attention_block(step, m.num_hidden_layers)
-    ops.append(step.norm("mlp.norm", m.hidden_size, m.num_hidden_layers))
+    ops += _attention_block(step, layers)
+    ops.append(step.norm("mlp.norm", m.hidden_size, layers))
     if m.dense_layers:
-        ops += _mlp(step, "mlp", m.intermediate_size, m.dense_layers)
+        ops += _mlp(step, "mlp", _shard(m.intermediate_size, tp), m.dense_layers)
     if m.moe_layers:
         ops += _moe_block(step, m.moe_layers)
+        if step.fuse:  # the combine kernel also adds the residual
+            ops.append(step.vector("mlp.residual", t * m.hidden_size, 2, 1.0, m.moe_layers))
+    ops += step.all_reduce("mlp.all_reduce", layers)
+    if not step.fuse:
+        ops.append(step.vector("mlp.residual", t * m.hidden_size, 2, 1.0, layers))
+    logits = step.batch * step.options.decode_tokens if step.cached else step.batch
     ops += [
-        step.vector("mlp.residual", t * m.hidden_size, 2, 1.0, m.num_hidden_layers),
-        step.norm("final_norm", m.hidden_size, 1, rows=step.batch),
-        step.gemm("lm_head", m.hidden_size, m.vocab_size, 1, m=step.batch),
+        step.norm("final_norm", m.hidden_size, 1, rows=logits),
+        step.gemm("lm_head", m.hidden_size, _shard(m.vocab_size, tp), 1, m=logits),
     ]
+    if tp > 1:
+        payload = logits * m.vocab_size * dtypes.nbytes(step.precision.act)
+        ops.append(
+            Collective(
+                name="lm_head.all_gather",
+                collective="all-gather",
+                payload_bytes=payload,
+                participants=tp,
+            )
+        )
     return ops
 
 
 def prefill(
-    model: ModelConfig, batch: int, prompt_len: int, precision: Precision | None = None
+    model: ModelConfig,
+    batch: int,
+    prompt_len: int,
+    precision: Precision | None = None,
+    options: GraphOptions | None = None,
 ) -> list[OpBase]:
     """Operators of the prefill of ``batch`` prompts of ``prompt_len`` tokens each."""
-    step = _Step(model, batch, prompt_len, prompt_len, precision or Precision(), decode=False)
-    return _graph(model, step)
+    step = _Step(
+        model,
+        batch,
+        prompt_len,
+        prompt_len,
+        precision or Precision(),
+        options or GraphOptions(),
+        cached=False,
+    )
+    return _graph(step)
 
 
 def decode_step(
-    model: ModelConfig, batch: int, context_len: int, precision: Precision | None = None
+    model: ModelConfig,
+    batch: int,
+    context_len: int,
+    precision: Precision | None = None,
+    options: GraphOptions | None = None,
 ) -> list[OpBase]:
-    """Operators of one decode step: ``batch`` new tokens over ``context_len`` cached ones."""
-    step = _Step(model, batch, 1, context_len + 1, precision or Precision(), decode=True)
-    return _graph(model, step)
+    """Operators of one decode step: ``batch`` sequences each score ``options.decode_tokens``
+    new tokens (1, or K+1 when verifying a speculative draft) over ``context_len`` cached ones.
+    Without a KV cache the step recomputes the whole prefix, like a prefill of it."""
+    opts = options or GraphOptions()
+    precision = precision or Precision()
+    new = opts.decode_tokens
+    if not opts.kv_cache:
+        step = _Step(
+            model, batch, context_len + new, context_len + new, precision, opts, cached=False
+        )
+    else:
+        step = _Step(model, batch, new, context_len + new, precision, opts, cached=True)
+    return _graph(step)
 
 
-def build(model: ModelConfig, scenario: Scenario) -> list[OpBase]:
+def build(
+    model: ModelConfig, scenario: Scenario, options: GraphOptions | None = None
+) -> list[OpBase]:
     """The operator graph of ``scenario`` on ``model``."""
     if scenario.phase == "prefill":
-        return prefill(model, scenario.batch, scenario.prompt_len, scenario.precision)
-    return decode_step(model, scenario.batch, scenario.context_len, scenario.precision)
+        return prefill(model, scenario.batch, scenario.prompt_len, scenario.precision, options)
+    return decode_step(model, scenario.batch, scenario.context_len, scenario.precision, options)
 
 
 @dataclass(frozen=True)
 class Footprint:
-    """Bytes that must be resident in DRAM during a step."""
+    """Bytes that must be resident in one chip's DRAM during a step."""
 
     weights_bytes: float
     kv_bytes: float
@@ -263,9 +409,15 @@ class Footprint:
         return self.weights_bytes + self.kv_bytes + self.activation_bytes
 
 
-def weights_bytes(model: ModelConfig, precision: Precision) -> float:
-    """All parameters (every expert) stored at the weight dtype."""
-    return model.params() * dtypes.nbytes(precision.weights)
+def weights_bytes(
+    model: ModelConfig, precision: Precision, options: GraphOptions | None = None
+) -> float:
+    """All parameters (every expert) as stored: the weight dtype, compressed when sparse (the
+    embedding table, a lookup, stays dense)."""
+    opts = options or GraphOptions()
+    table = model.vocab_size * model.hidden_size
+    bits = stored_bits(precision.weights, opts.sparsity, opts.density)
+    return (model.params() - table) * bits / 8 + table * dtypes.nbytes(precision.weights)
 
 
 def kv_cache_bytes(model: ModelConfig, batch: int, tokens: int, precision: Precision) -> float:
@@ -287,12 +439,22 @@ def activation_bytes(ops: list[OpBase]) -> float:
     return peak
 
 
-def footprint(model: ModelConfig, scenario: Scenario, ops: list[OpBase] | None = None) -> Footprint:
-    """Weights, KV cache and peak activations of ``scenario``."""
-    ops = ops if ops is not None else build(model, scenario)
+def footprint(
+    model: ModelConfig,
+    scenario: Scenario,
+    ops: list[OpBase] | None = None,
+    options: GraphOptions | None = None,
+) -> Footprint:
+    """Weights, KV cache and peak activations of ``scenario`` on one chip (``options.tp``
+    shards weights and KV; without a KV cache nothing is cached)."""
+    opts = options or GraphOptions()
+    ops = ops if ops is not None else build(model, scenario, opts)
     p = scenario.precision
+    kv = kv_cache_bytes(model, scenario.batch, scenario.cached_tokens, p) if opts.kv_cache else 0
+    # KV heads shard over TP (replicated when fewer than the chips); an MLA latent is replicated.
+    kv_share = 1.0 if model.is_mla else _shard(model.kv_heads, opts.tp) / model.kv_heads
     return Footprint(
-        weights_bytes=weights_bytes(model, p),
-        kv_bytes=kv_cache_bytes(model, scenario.batch, scenario.cached_tokens, p),
+        weights_bytes=weights_bytes(model, p, opts) / opts.tp,
+        kv_bytes=kv * kv_share,
         activation_bytes=activation_bytes(ops),
     )

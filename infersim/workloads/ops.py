@@ -11,18 +11,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from infersim import dtypes
-from infersim.dtypes import DType
 
-
-def _canonical_dtype(value: Any) -> Any:
-    return dtypes.canonical(value) if isinstance(value, str) else value
-
-
-DTypeName = Annotated[DType, BeforeValidator(_canonical_dtype)]
-"""A dtype field that also accepts aliases (``fp8``, ``bfloat16``)."""
+DTypeName = Annotated[str, AfterValidator(dtypes.canonical)]
+"""A dtype field: any format of :mod:`infersim.dtypes`, aliases (``fp8``, ``bfloat16``) too."""
 
 Dim = Annotated[int, Field(ge=1, le=1 << 40)]
 
@@ -31,6 +25,10 @@ SOFTMAX_FLOPS_PER_ELEMENT = 5.0
 
 NORM_FLOPS_PER_ELEMENT = {"rms": 4.0, "layer": 7.0}
 """RMSNorm: square, accumulate, scale, weight; LayerNorm adds mean, subtract and bias."""
+
+
+_NOT_COST = frozenset({"name", "count"})
+"""Fields that label an operator without changing its cost."""
 
 
 class OpBase(BaseModel):
@@ -74,14 +72,54 @@ class OpBase(BaseModel):
 
     def signature(self) -> tuple[Any, ...]:
         """Everything that determines the cost of one repetition (not ``name`` or ``count``)."""
-        data = self.model_dump(exclude={"name", "count", "kind"})
-        return (self.kind, *sorted(data.items()))
+        fields = type(self).model_fields
+        return tuple((key, getattr(self, key)) for key in fields if key not in _NOT_COST)
+
+
+DEQUANT_FLOPS_PER_ELEMENT = 2.0
+"""Vector FLOPs to dequantize one stored element (scale multiply + zero-point subtract)."""
+
+INDEX_BITS_2_4 = 2
+"""Metadata bits per kept value of a 2:4 structured-sparse matrix (its position in the 4)."""
+
+Sparsity = Literal["dense", "2:4", "unstructured"]
+
+
+def stored_bits(dtype: str, sparsity: Sparsity = "dense", density: float = 1.0) -> float:
+    """Bits stored per element of a (possibly sparse) matrix in ``dtype``: 2:4 keeps half the
+    values plus 2-bit indices; unstructured keeps ``density`` of them plus the smaller of a
+    bitmap (1 bit per element) and a 16-bit index per nonzero."""
+    bits = dtypes.info(dtype).bits
+    if sparsity == "2:4":
+        return (bits + INDEX_BITS_2_4) / 2
+    if sparsity == "unstructured":
+        return density * bits + min(1.0, 16 * density)
+    return bits
+
+
+class Epilogue(BaseModel):
+    """Elementwise work fused into a GEMM's output stage (bias, activation, residual, RoPE).
+
+    The fused output is written once, ``out_ratio`` times the GEMM output's size (SwiGLU halves
+    it), after reading ``extra_inputs`` tensors of the GEMM output's size (a residual).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(default="", max_length=64, description="What was fused")
+    flops_per_output: float = Field(default=1.0, ge=0, le=1e6, description="FLOPs per element")
+    extra_inputs: int = Field(default=0, ge=0, le=16, description="Same-size tensors read")
+    out_ratio: float = Field(default=1.0, gt=0, le=1, description="Output elements / GEMM's")
 
 
 class Gemm(OpBase):
     """``batch`` independent products C[m,n] = A[m,k] · B[k,n]; B is a weight when ``b_is_weight``.
 
-    Computed at A's dtype (weight-only quantized B is dequantized to it).
+    Computed at A's dtype: a weight stored in another format (weight-only quantization) is
+    dequantized on the vector unit. ``sparsity`` describes B: ``2:4`` keeps half the values
+    plus 2-bit indices and halves the MACs (only build it for arrays that support it);
+    ``unstructured`` stores ``density`` of the values plus an index, and skips
+    ``sparse_kernel_efficiency`` of the zero MACs (0: a dense kernel, no compute gain).
     """
 
     kind: Literal["gemm"] = "gemm"
@@ -93,19 +131,52 @@ class Gemm(OpBase):
     b_dtype: DTypeName = Field(default="bf16", description="Operand B (weight or activation)")
     out_dtype: DTypeName = Field(default="bf16", description="Output C")
     b_is_weight: bool = Field(default=True, description="B is a model weight")
+    sparsity: Sparsity = Field(default="dense", description="Structure of B's zeros")
+    density: float = Field(default=1.0, gt=0, le=1, description="Nonzero fraction (unstructured)")
+    sparse_kernel_efficiency: float = Field(
+        default=0.0, ge=0, le=1, description="Fraction of zero MACs an unstructured kernel skips"
+    )
+    epilogue: Epilogue | None = Field(default=None, description="Fused elementwise epilogue")
 
     @property
     def macs(self) -> float:
-        """Multiply-accumulates of one repetition."""
+        """Multiply-accumulates of the dense product, one repetition."""
         return float(self.batch) * self.m * self.k * self.n
 
     @property
+    def executed_macs(self) -> float:
+        """MACs the array actually performs (fewer for sparse B)."""
+        if self.sparsity == "2:4":
+            return self.macs / 2
+        if self.sparsity == "unstructured":
+            return self.macs * (1 - self.sparse_kernel_efficiency * (1 - self.density))
+        return self.macs
+
+    @property
     def array_flops(self) -> float:
-        return 2.0 * self.macs
+        return 2.0 * self.executed_macs
+
+    @property
+    def dequantizes(self) -> bool:
+        """Whether B is stored in a format other than the compute dtype."""
+        return self.b_is_weight and self.b_dtype != self.a_dtype
+
+    @property
+    def vector_flops(self) -> float:
+        dequant = 0.0
+        if self.dequantizes:
+            dequant = DEQUANT_FLOPS_PER_ELEMENT * self.batch * self.k * self.n
+        epilogue = self.epilogue.flops_per_output * self.outputs if self.epilogue else 0.0
+        return dequant + epilogue
 
     @property
     def compute_dtype(self) -> str:
         return self.a_dtype
+
+    @property
+    def outputs(self) -> float:
+        """Elements of C before any epilogue."""
+        return float(self.batch) * self.m * self.n
 
     @property
     def a_bytes(self) -> float:
@@ -114,13 +185,17 @@ class Gemm(OpBase):
 
     @property
     def b_bytes(self) -> float:
-        """Bytes of B."""
-        return self.batch * self.k * self.n * dtypes.nbytes(self.b_dtype)
+        """Bytes of B as stored (compressed values and indices when sparse)."""
+        bits = stored_bits(self.b_dtype, self.sparsity, self.density)
+        return float(self.batch) * self.k * self.n * bits / 8
 
     @property
     def c_bytes(self) -> float:
-        """Bytes of C."""
-        return self.batch * self.m * self.n * dtypes.nbytes(self.out_dtype)
+        """Bytes written to C (after the epilogue) plus the epilogue's extra inputs read."""
+        out = dtypes.nbytes(self.out_dtype) * self.outputs
+        if self.epilogue is None:
+            return out
+        return out * (self.epilogue.out_ratio + self.epilogue.extra_inputs)
 
     @property
     def compulsory_bytes(self) -> float:
@@ -252,7 +327,12 @@ class Attention(OpBase):
 
     @property
     def vector_flops(self) -> float:
-        return SOFTMAX_FLOPS_PER_ELEMENT * self.batch * self.heads * self.pairs
+        softmax = SOFTMAX_FLOPS_PER_ELEMENT * self.batch * self.heads * self.pairs
+        if self.kv_dtype == self.dtype:
+            return softmax
+        per_token = self.head_dim + (0 if self.shared_kv else self.dv)
+        kv_elements = self.batch * self.kv_heads * self.keys_read * per_token
+        return softmax + DEQUANT_FLOPS_PER_ELEMENT * kv_elements
 
     @property
     def compute_dtype(self) -> str:
@@ -368,18 +448,24 @@ class Collective(OpBase):
         return 2 * self.payload_bytes  # read the input, write the result
 
 
+class HostTransfer(OpBase):
+    """Bytes streamed from host memory over the host link (CPU offload of weights)."""
+
+    kind: Literal["host-transfer"] = "host-transfer"
+    transfer_bytes: float = Field(gt=0, le=1e15, description="Bytes moved over the host link")
+
+    @property
+    def compulsory_bytes(self) -> float:
+        return self.transfer_bytes  # landed in DRAM before use
+
+
 Op = Annotated[
-    Gemm | Conv2d | Attention | Elementwise | Norm | Softmax | Collective,
+    Gemm | Conv2d | Attention | Elementwise | Norm | Softmax | Collective | HostTransfer,
     Field(discriminator="kind"),
 ]
 """Any operator, discriminated by ``kind``."""
 
 OP_KINDS: tuple[str, ...] = (
-    "gemm",
-    "conv2d",
-    "attention",
-    "elementwise",
-    "norm",
-    "softmax",
-    "collective",
+    "gemm", "conv2d", "attention", "elementwise", "norm", "softmax", "collective",
+    "host-transfer",
 )

@@ -13,7 +13,8 @@ from infersim.workloads.workload import load_workload
 
 def test_gemm_flops_and_bytes():
     g = Gemm(m=4, k=8, n=16, a_dtype="bf16", b_dtype="int8", out_dtype="fp32")
-    assert g.flops == 2 * 4 * 8 * 16
+    assert g.array_flops == 2 * 4 * 8 * 16
+    assert g.vector_flops == 2 * 8 * 16  # weight-only int8: each weight dequantized once
     assert g.compulsory_bytes == 4 * 8 * 2 + 8 * 16 * 1 + 4 * 16 * 4
     assert g.weight_bytes == 8 * 16
     assert g.compute_dtype == "bf16"  # weight-only quantization computes at the activation dtype
