@@ -132,3 +132,33 @@ def test_bad_files_exit_2(tmp_path: Path, flag, name, text, message):
     assert result.exit_code == 2, result.output
     assert message in flat(result.output)
     assert "Traceback" not in result.output
+
+
+def test_compare_json_rows():
+    result = run("compare", "--chip", "h100-sxm", "--model", "llama-2-70b", "--context", "128",
+                 "--techniques", "fp16,fp16+int8-weight,fp16+int4-awq+kv-fp8,fp16+tp=2", "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["technique"] for r in rows][0] == "fp16"
+    for row in rows:
+        assert {"technique", "weights_bytes", "kv_bytes", "fits", "tpot_s", "tokens_per_s",
+                "energy_per_token_j", "speedup", "bound"} <= set(row)
+    assert rows[0]["speedup"] == 1.0
+    assert rows[1]["speedup"] == pytest.approx(2.0, rel=0.03)
+    assert rows[3]["fits"] is True and rows[0]["fits"] is False
+
+
+def test_compare_default_table_and_unsupported_rows():
+    result = run("compare", "--chip", "a100-sxm-80gb", "--model", "llama-3-8b")
+    assert result.exit_code == 0, result.output
+    assert "unsupported" in result.stdout  # fp8 on a100 is a row, not a crash
+    emulated = run("compare", "--chip", "a100-sxm-80gb", "--model", "llama-3-8b",
+                   "--techniques", "fp16,fp8", "--allow-emulation", "--json")
+    rows = json.loads(emulated.stdout)
+    assert "error" not in rows[1] and any("emulated" in n for n in rows[1]["notes"])
+
+
+def test_compare_bad_technique_exits_2():
+    result = run("compare", "--chip", "h100-sxm", "--model", "tiny-test", "--techniques", "int5")
+    assert result.exit_code == 2
+    assert "unknown technique 'int5'" in flat(result.output)

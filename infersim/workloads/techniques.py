@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from infersim import dtypes
@@ -43,6 +44,19 @@ class Speculative:
         if self.alpha >= 1.0:
             return float(self.k + 1)
         return (1 - self.alpha ** (self.k + 1)) / (1 - self.alpha)
+
+    def sample_tokens_per_pass(self, tokens: int, seed: int = 0) -> float:
+        """Monte Carlo mean of tokens per target pass over ``tokens`` generated tokens: each
+        draft token is accepted with probability ``alpha`` until the first rejection; the
+        target adds one token of its own (the correction, or a bonus after k accepts)."""
+        rng = np.random.default_rng(seed)
+        generated = passes = 0
+        while generated < tokens:
+            accepts = rng.random(self.k) < self.alpha
+            run = self.k if accepts.all() else int(np.argmin(accepts))
+            generated += run + 1
+            passes += 1
+        return generated / passes
 
 
 @dataclass(frozen=True)
@@ -308,6 +322,7 @@ def _parse_token(token: str) -> _Technique:
         p = _params(parts, token)
         if "draft" not in p:
             raise ConfigError(f"technique {token!r}: spec needs draft=MODEL, heads or ngram")
+        load_model(p["draft"])  # an unknown draft model fails here, naming the presets
         return Speculate(drafter="draft", draft_model=p.pop("draft"), **p)  # type: ignore[arg-type]
     raise ConfigError(f"unknown technique {token!r}; known: {', '.join(TOKENS)}")
 
