@@ -125,11 +125,14 @@ def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] =
 
 def _print_phase(cost: PhaseCost, top: int) -> None:
     mem = cost.memory
-    head = Table(title=f"{cost.model} on {cost.chip}: {cost.phase}, batch {cost.batch}")
+    title = f"{cost.model} on {cost.chip}: {cost.phase}, batch {cost.batch}"
+    if cost.techniques != "baseline":
+        title += f", {cost.techniques}"
+    head = Table(title=title)
     head.add_column("metric")
     head.add_column("value", justify="right")
     latency_name = "TTFT" if cost.phase == "prefill" else "TPOT"
-    head.add_row(latency_name, fmt_time(cost.latency_s))
+    head.add_row(latency_name, fmt_time(cost.ttft_s or cost.tpot_s or 0.0))
     head.add_row("tokens/s", f"{cost.tokens_per_s:,.1f}")
     head.add_row("FLOPs", si(cost.flops, "FLOP"))
     head.add_row("DRAM traffic", fmt_bytes(cost.dram_bytes))
@@ -144,7 +147,11 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
         else f"no: short {fmt_bytes(mem.shortfall_bytes)}, {mem.chips_needed} chips"
     )
     head.add_row(f"fits in {fmt_bytes(mem.capacity_bytes)}", fits)
+    if cost.chips > 1:
+        head.add_row("chips", str(cost.chips))
     console.print(head)
+    for note in cost.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
     ops = sorted(cost.ops, key=lambda c: c.total_time_s, reverse=True)[:top]
     table = Table(title=f"top {len(ops)} operators by time")
     for col in ("op", "kind", "count", "FLOPs", "DRAM", "time (all)", "share", "bound"):
@@ -176,6 +183,12 @@ def simulate_cmd(
     weights_dtype: Annotated[str, typer.Option(help="Weight dtype")] = "bf16",
     act_dtype: Annotated[str, typer.Option(help="Activation/compute dtype")] = "bf16",
     kv_dtype: Annotated[str, typer.Option(help="KV-cache dtype")] = "bf16",
+    techniques: Annotated[
+        str | None, typer.Option(help="Technique stack, e.g. int4-awq+kv-fp8+flash")
+    ] = None,
+    allow_emulation: Annotated[
+        bool, typer.Option(help="Cost dtypes the chip lacks as emulated at a wider one")
+    ] = False,
     engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
     top: Annotated[int, typer.Option(min=1, help="Operators shown in the table")] = 12,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
@@ -197,7 +210,12 @@ def simulate_cmd(
                 "precision": {"weights": weights_dtype, "act": act_dtype, "kv": kv_dtype},
             }
             scenario = validate(Scenario, options, "options")
-            cost = simulate(the_chip, load_model(model or ""), scenario, engine=engine)
+            stack = techniques or ""
+            if allow_emulation:
+                stack = f"{stack}+emulate" if stack else "emulate"
+            cost = simulate(
+                the_chip, load_model(model or ""), scenario, engine=engine, techniques=stack
+            )
     if as_json:
         print_json(cost.to_dict())
     else:

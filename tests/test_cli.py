@@ -162,3 +162,11 @@ def test_compare_bad_technique_exits_2():
     result = run("compare", "--chip", "h100-sxm", "--model", "tiny-test", "--techniques", "int5")
     assert result.exit_code == 2
     assert "unknown technique 'int5'" in flat(result.output)
+
+
+def test_simulate_with_techniques():
+    result = run("simulate", "--chip", "h100-sxm", "--model", "llama-2-70b", "--context", "128",
+                 "--techniques", "fp16+tp=2", "--json")
+    doc = json.loads(result.stdout)
+    assert doc["techniques"] == "fp16+tp=2" and doc["chips"] == 2
+    assert doc["memory"]["fits"] is True
