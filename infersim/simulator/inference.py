@@ -17,7 +17,7 @@ from infersim.simulator.results import MemoryReport, OpCost, PhaseCost
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
 from infersim.workloads.ops import Collective, HostTransfer, OpBase
-from infersim.workloads.scenario import Scenario
+from infersim.workloads.scenario import Precision, Scenario
 from infersim.workloads.techniques import Plan, TechniqueStack, parse
 
 Engine = Literal["roofline"]
@@ -196,6 +196,49 @@ def simulate(
         tokens_per_seq=tokens_per_seq,
         notes=tuple(notes),
     )
+
+
+def plan_for(
+    chip: Chip,
+    model: ModelConfig,
+    precision: Precision | None = None,
+    techniques: str | TechniqueStack | None = None,
+) -> tuple[Plan, list[str]]:
+    """The technique stack applied to ``model`` and resolved against ``chip`` (2:4 support,
+    dtype support or emulation): what a serving simulation costs every iteration with.
+
+    Raises:
+        UnsupportedDtypeError, InfersimError: as :func:`simulate`.
+    """
+    plan, notes = _resolve(parse(techniques).plan(model, precision or Precision()), chip)
+    _needs_link(chip, plan)
+    return plan, notes
+
+
+def iteration_time(
+    chip: Chip,
+    plan: Plan,
+    prefill_chunks: Sequence[tuple[int, int, int]],
+    decode_batch: int,
+    decode_context: int,
+    engine: str = "roofline",
+    decode_tokens: int = 1,
+    model: ModelConfig | None = None,
+) -> float:
+    """Seconds of one serving iteration on ``chip`` under ``plan`` (see
+    :func:`infersim.workloads.graph.mixed_step` for the arguments); ``model`` overrides the
+    plan's model (a speculative drafter). Weights streamed from the host (offload) are paid
+    every iteration."""
+    options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
+    ops = graph.mixed_step(model or plan.model, prefill_chunks, decode_batch, decode_context,
+                           plan.precision, options)
+    seconds = sum(c.total_time_s for c in cost_ops(ops, chip, engine))
+    if plan.offload_fraction > 0 and model is None:
+        streamed = graph.weights_bytes(plan.model, plan.precision, options) / options.tp
+        transfer = HostTransfer(name="offload.stream",
+                                transfer_bytes=streamed * plan.offload_fraction)
+        seconds += cost_ops([transfer], chip, engine)[0].time_s
+    return seconds
 
 
 def simulate_ops(

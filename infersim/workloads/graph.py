@@ -10,6 +10,7 @@ weights, tensor-parallel sharding and multi-token decode (speculative verificati
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,20 +68,32 @@ def _shard(size: int, tp: int) -> int:
 
 
 @dataclass(frozen=True)
-class _Step:
-    """Shapes and options shared by every layer of one step (on one tensor-parallel chip)."""
+class AttnShape:
+    """One attention call of a step: ``batch`` sequences of ``q_len`` new tokens over
+    ``kv_len`` keys; ``cached`` reads keys from the KV cache (in the KV dtype, MLA absorbed)."""
 
-    model: ModelConfig
     batch: int
     q_len: int
     kv_len: int
-    precision: Precision
-    options: GraphOptions
-    cached: bool  # attention reads K/V from the cache (in the KV dtype)
+    cached: bool
 
     @property
     def tokens(self) -> int:
+        """Query tokens."""
         return self.batch * self.q_len
+
+
+@dataclass(frozen=True)
+class _Step:
+    """Shapes and options shared by every layer of one step (on one tensor-parallel chip):
+    ``tokens`` rows through the linear layers, the attention calls, ``logits`` LM-head rows."""
+
+    model: ModelConfig
+    tokens: int
+    attention: tuple[AttnShape, ...]
+    logits: int
+    precision: Precision
+    options: GraphOptions
 
     @property
     def fuse(self) -> bool:
@@ -173,17 +186,19 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
                 s.vector("attn.rope", t * (heads + 1) * rope, 1, ROPE_FLOPS_PER_ELEMENT, layers)
             )
         ops += _kv_write(s, m.kv_elements_per_token(), layers)
-        if s.cached:  # absorbed: attend over the latent cache, one shared KV head
-            ops += [
-                s.gemm("attn.q_absorb", nope, rank, layers, batch=heads),
-                _attention(s, heads, 1, rank + rope, rank, layers, shared_kv=True),
-                s.gemm("attn.o_absorb", rank, v, layers, batch=heads),
-            ]
-        else:  # decompress K and V, then standard multi-head attention
-            ops += [
-                s.gemm("attn.kv_b", rank, heads * (nope + v), layers),
-                _attention(s, heads, heads, nope + rope, v, layers),
-            ]
+        for shape in s.attention:
+            rows = shape.tokens
+            if shape.cached:  # absorbed: attend over the latent cache, one shared KV head
+                ops += [
+                    s.gemm("attn.q_absorb", nope, rank, layers, batch=heads, m=rows),
+                    _attention(s, shape, heads, 1, rank + rope, rank, layers, shared_kv=True),
+                    s.gemm("attn.o_absorb", rank, v, layers, batch=heads, m=rows),
+                ]
+            else:  # decompress K and V, then standard multi-head attention
+                ops += [
+                    s.gemm("attn.kv_b", rank, heads * (nope + v), layers, m=rows),
+                    _attention(s, shape, heads, heads, nope + rope, v, layers),
+                ]
         ops.append(s.gemm("attn.o", heads * v, h, layers, epilogue=residual))
     else:
         d, kvh = m.head_size, _shard(m.kv_heads, tp)
@@ -197,10 +212,8 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
                 s.vector("attn.rope", t * (heads + kvh) * d, 1, ROPE_FLOPS_PER_ELEMENT, layers)
             )
         ops += _kv_write(s, 2 * kvh * d, layers)
-        ops += [
-            _attention(s, heads, kvh, d, d, layers),
-            s.gemm("attn.o", heads * d, h, layers, epilogue=residual),
-        ]
+        ops += [_attention(s, shape, heads, kvh, d, d, layers) for shape in s.attention]
+        ops.append(s.gemm("attn.o", heads * d, h, layers, epilogue=residual))
     ops += s.all_reduce("attn.all_reduce", layers)
     if not s.fuse:
         ops.append(s.vector("attn.residual", t * h, 2, 1.0, layers))
@@ -224,14 +237,15 @@ def _kv_write(s: _Step, kv_elems: int, layers: int) -> list[OpBase]:
 
 
 def _attention(
-    s: _Step, heads: int, kv_heads: int, d: int, dv: int, layers: int, shared_kv: bool = False
+    s: _Step, shape: AttnShape, heads: int, kv_heads: int, d: int, dv: int, layers: int,
+    shared_kv: bool = False,
 ) -> Attention:
     return Attention(
         name="attn.sdpa",
         count=layers,
-        batch=s.batch,
-        q_len=s.q_len,
-        kv_len=s.kv_len,
+        batch=shape.batch,
+        q_len=shape.q_len,
+        kv_len=shape.kv_len,
         heads=heads,
         kv_heads=kv_heads,
         head_dim=d,
@@ -240,7 +254,7 @@ def _attention(
         window=s.model.sliding_window,
         shared_kv=shared_kv,
         dtype=s.precision.act,
-        kv_dtype=s.precision.kv if s.cached else s.precision.act,
+        kv_dtype=s.precision.kv if shape.cached else s.precision.act,
         fused=s.options.flash_attention,
     )
 
@@ -326,7 +340,7 @@ def _graph(step: _Step) -> list[OpBase]:
     ops += step.all_reduce("mlp.all_reduce", layers)
     if not step.fuse:
         ops.append(step.vector("mlp.residual", t * m.hidden_size, 2, 1.0, layers))
-    logits = step.batch * step.options.decode_tokens if step.cached else step.batch
+    logits = step.logits
     ops += [
         step.norm("final_norm", m.hidden_size, 1, rows=logits),
         step.gemm("lm_head", m.hidden_size, _shard(m.vocab_size, tp), 1, m=logits),
@@ -352,15 +366,9 @@ def prefill(
     options: GraphOptions | None = None,
 ) -> list[OpBase]:
     """Operators of the prefill of ``batch`` prompts of ``prompt_len`` tokens each."""
-    step = _Step(
-        model,
-        batch,
-        prompt_len,
-        prompt_len,
-        precision or Precision(),
-        options or GraphOptions(),
-        cached=False,
-    )
+    shape = AttnShape(batch, prompt_len, prompt_len, cached=False)
+    step = _Step(model, shape.tokens, (shape,), batch, precision or Precision(),
+                 options or GraphOptions())
     return _graph(step)
 
 
@@ -375,14 +383,39 @@ def decode_step(
     new tokens (1, or K+1 when verifying a speculative draft) over ``context_len`` cached ones.
     Without a KV cache the step recomputes the whole prefix, like a prefill of it."""
     opts = options or GraphOptions()
-    precision = precision or Precision()
     new = opts.decode_tokens
-    if not opts.kv_cache:
-        step = _Step(
-            model, batch, context_len + new, context_len + new, precision, opts, cached=False
-        )
+    if opts.kv_cache:
+        shape = AttnShape(batch, new, context_len + new, cached=True)
+        logits = batch * new
     else:
-        step = _Step(model, batch, new, context_len + new, precision, opts, cached=True)
+        shape = AttnShape(batch, context_len + new, context_len + new, cached=False)
+        logits = batch
+    return _graph(_Step(model, shape.tokens, (shape,), logits, precision or Precision(), opts))
+
+
+def mixed_step(
+    model: ModelConfig,
+    prefill_chunks: Sequence[tuple[int, int, int]],
+    decode_batch: int,
+    decode_context: int,
+    precision: Precision | None = None,
+    options: GraphOptions | None = None,
+) -> list[OpBase]:
+    """One serving iteration that mixes prefill chunks with decodes (continuous batching,
+    chunked prefill): ``prefill_chunks`` are ``(sequences, new_tokens, prior_context)`` groups;
+    ``decode_batch`` sequences decode ``options.decode_tokens`` tokens over ``decode_context``
+    cached tokens each. The linear layers run once over every token of the iteration."""
+    opts = options or GraphOptions()
+    new = opts.decode_tokens
+    shapes = [AttnShape(n, chunk, prior + chunk, cached=False)
+              for n, chunk, prior in prefill_chunks if n > 0 and chunk > 0]
+    if decode_batch > 0:
+        shapes.append(AttnShape(decode_batch, new, decode_context + new, cached=True))
+    if not shapes:
+        raise ValueError("an iteration needs at least one prefill chunk or decode")
+    tokens = sum(shape.tokens for shape in shapes)
+    logits = sum(n for n, _, _ in prefill_chunks) + decode_batch * new
+    step = _Step(model, tokens, tuple(shapes), max(1, logits), precision or Precision(), opts)
     return _graph(step)
 
 

@@ -141,3 +141,20 @@ def test_weights_footprint_counts_every_expert():
     mixtral = load_model("mixtral-8x7b")
     fp = footprint(mixtral, Scenario(phase="decode", batch=1, context_len=10))
     assert fp.weights_bytes == pytest.approx(46.7e9 * 2, rel=0.01)
+
+
+def test_mixed_step_matches_pure_prefill_and_decode():
+    from infersim.workloads.graph import mixed_step
+
+    model = load_model("llama-3-8b")
+
+    def flops(ops):
+        return sum(op.flops * op.count for op in ops)
+
+    assert flops(mixed_step(model, [(2, 100, 0)], 0, 0)) == flops(prefill(model, 2, 100))
+    assert flops(mixed_step(model, [], 8, 500)) == flops(decode_step(model, 8, 500))
+    both = mixed_step(model, [(1, 256, 0)], 8, 500)
+    attn = [op for op in both if isinstance(op, Attention)]
+    assert [(a.batch, a.q_len, a.kv_len) for a in attn] == [(1, 256, 256), (8, 1, 501)]
+    qkv = next(op for op in both if op.name == "attn.qkv")
+    assert qkv.m == 256 + 8  # the linear layers run once over every token
