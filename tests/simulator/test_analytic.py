@@ -106,3 +106,19 @@ def test_collective_uses_the_link():
     assert c.time_s == pytest.approx(2 * 7 / 8 * 64e6 / 450e9 + 14 * 1e-6)
     with pytest.raises(InfersimError, match="no chip_link"):
         cost(ar, load_chip("eyeriss-v1"))
+
+
+def test_flash_attention_rereads_kv_only_when_shared_sram_cannot_serve_them():
+    from infersim.simulator.analytic import flash_attention_bytes
+
+    attn = Attention(q_len=8192, kv_len=8192, heads=32, kv_heads=8, head_dim=128)
+    h100 = load_chip("h100-sxm")
+    assert flash_attention_bytes(attn, h100) == attn.compulsory_bytes  # L2 holds K/V per head
+    edge = load_chip("edge-npu")  # 2 MiB scratchpad, no shared SRAM
+    rows = -(-edge.sram.capacity_bytes // 2 // (4 * 128))
+    passes = -(-8192 // rows)
+    assert flash_attention_bytes(attn, edge) == attn.compulsory_bytes + attn.kv_bytes * (
+        passes - 1)
+    naive = attn.model_copy(update={"fused": False})
+    assert flash_attention_bytes(attn, edge) < naive.compulsory_bytes
+    assert cost(attn, edge).dram_bytes == flash_attention_bytes(attn, edge)
