@@ -139,7 +139,7 @@ def test_compare_json_rows():
                  "--techniques", "fp16,fp16+int8-weight,fp16+int4-awq+kv-fp8,fp16+tp=2", "--json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    assert [r["technique"] for r in rows][0] == "fp16"
+    assert rows[0]["technique"] == "fp16"
     for row in rows:
         assert {"technique", "weights_bytes", "kv_bytes", "fits", "tpot_s", "tokens_per_s",
                 "energy_per_token_j", "speedup", "bound"} <= set(row)
