@@ -189,7 +189,10 @@ def simulate_cmd(
     allow_emulation: Annotated[
         bool, typer.Option(help="Cost dtypes the chip lacks as emulated at a wider one")
     ] = False,
-    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
+    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "analytic",
+    dataflow: Annotated[
+        str, typer.Option(help="GEMM dataflow for the analytic engine: ws, os, is, rs, best")
+    ] = "best",
     top: Annotated[int, typer.Option(min=1, help="Operators shown in the table")] = 12,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
@@ -200,7 +203,7 @@ def simulate_cmd(
         the_chip = load_chip(chip)
         if workload is not None:
             wl = load_workload(workload)
-            cost = simulate_ops(the_chip, wl.ops, name=wl.name, engine=engine)
+            cost = simulate_ops(the_chip, wl.ops, name=wl.name, engine=engine, dataflow=dataflow)
         else:
             options = {
                 "phase": phase.value,
@@ -214,7 +217,8 @@ def simulate_cmd(
             if allow_emulation:
                 stack = f"{stack}+emulate" if stack else "emulate"
             cost = simulate(
-                the_chip, load_model(model or ""), scenario, engine=engine, techniques=stack
+                the_chip, load_model(model or ""), scenario, engine=engine, techniques=stack,
+                dataflow=dataflow,
             )
     if as_json:
         print_json(cost.to_dict())
@@ -241,7 +245,8 @@ DEFAULT_STACKS = (
 
 
 def compare_rows(
-    chip: Chip, model_name: str, scenario: Scenario, stacks: list[str], engine: str
+    chip: Chip, model_name: str, scenario: Scenario, stacks: list[str], engine: str,
+    dataflow: str = "best",
 ) -> list[dict[str, Any]]:
     """One row per technique stack: memory, fit, latency, throughput, energy, speedup, bound.
     A stack the chip cannot run gives a row with ``error`` instead of stopping the table."""
@@ -250,7 +255,8 @@ def compare_rows(
     base_rate = None
     for stack in stacks:
         try:
-            cost = simulate(chip, model_cfg, scenario, engine=engine, techniques=stack)
+            cost = simulate(chip, model_cfg, scenario, engine=engine, techniques=stack,
+                            dataflow=dataflow)
         except UnsupportedDtypeError as exc:
             rows.append({"technique": stack, "error": str(exc)})
             continue
@@ -288,7 +294,10 @@ def compare(
     allow_emulation: Annotated[
         bool, typer.Option(help="Cost dtypes the chip lacks as emulated at a wider one")
     ] = False,
-    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
+    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "analytic",
+    dataflow: Annotated[
+        str, typer.Option(help="GEMM dataflow for the analytic engine: ws, os, is, rs, best")
+    ] = "best",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """What each technique stack costs and buys for one model step on one chip."""
@@ -302,7 +311,7 @@ def compare(
             stacks = [f"{s}+emulate" for s in stacks]
         for stack in stacks:
             parse_stack(stack)  # every token checked before any simulation
-        rows = compare_rows(the_chip, model, scenario, stacks, engine)
+        rows = compare_rows(the_chip, model, scenario, stacks, engine, dataflow)
     if as_json:
         print_json(rows)
         return
@@ -364,6 +373,18 @@ def demo() -> None:
             "yes" if cost.memory.fits else "no",
         )
     console.print(table)
+
+
+def _register_commands() -> None:
+    """Commands that live with their subsystem (one ``register(app)`` per module)."""
+    from infersim.dataflow import commands as dataflow_commands
+    from infersim.simulator import serve_commands
+
+    for module in (dataflow_commands, serve_commands):
+        module.register(app)
+
+
+_register_commands()
 
 
 def main() -> None:

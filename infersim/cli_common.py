@@ -26,7 +26,9 @@ USAGE_ERROR = 2
 
 def fail(message: str) -> typer.Exit:
     """Print ``error: message`` on stderr and return the exit-2 exception to raise."""
-    err_console.print("error: " + message, style="bold red", markup=False, highlight=False)
+    err_console.print(
+        "error: " + message, style="bold red", markup=False, highlight=False, emoji=False
+    )
     return typer.Exit(USAGE_ERROR)
 
 

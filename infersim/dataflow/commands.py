@@ -1,0 +1,172 @@
+"""CLI commands of the dataflow engine: ``infersim map`` and ``infersim scalesim``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from infersim.arch_models import load_chip
+from infersim.cli_common import console, print_json, user_errors
+from infersim.dataflow.energy import energy
+from infersim.dataflow.loopnest import LEVELS, Mapping
+from infersim.dataflow.mapper import map_op
+from infersim.dataflow.scalesim_io import (
+    REPORT_COLUMNS,
+    read_config,
+    read_topology,
+    scalesim_report,
+)
+from infersim.errors import InfersimError
+from infersim.units import fmt_bytes, fmt_time
+from infersim.workloads.ops import Conv2d, Gemm
+
+
+def _ints(text: str, names: tuple[str, ...], flag: str) -> list[int]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != len(names) or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise InfersimError(
+            f"{flag} {text!r}: expected {len(names)} positive integers {','.join(names)}"
+        )
+    return [int(p) for p in parts]
+
+
+def _op(gemm: str | None, conv: str | None, dtype: str, batch: int) -> Gemm | Conv2d:
+    if (gemm is None) == (conv is None):
+        raise InfersimError("give exactly one of --gemm M,K,N or --conv H,W,R,S,C,K,STRIDE")
+    if gemm is not None:
+        m, k, n = _ints(gemm, ("M", "K", "N"), "--gemm")
+        return Gemm(name="gemm", m=m, k=k, n=n, a_dtype=dtype, b_dtype=dtype, out_dtype=dtype)
+    h, w, r, s, c, k, stride = _ints(conv or "", ("H", "W", "R", "S", "C", "K", "STRIDE"), "--conv")
+    if r > h or s > w:
+        raise InfersimError(f"--conv: the {r}x{s} filter is larger than the {h}x{w} input")
+    return Conv2d(
+        name="conv",
+        batch=batch,
+        in_channels=c,
+        in_h=h,
+        in_w=w,
+        out_channels=k,
+        kernel_h=r,
+        kernel_w=s,
+        stride=stride,
+        dtype=dtype,
+        weight_dtype=dtype,
+        out_dtype=dtype,
+    )
+
+
+def mapping_document(mapping: Mapping, chip_name: str, energy_pj: dict[str, Any]) -> dict[str, Any]:
+    """The JSON ``infersim map`` prints: the mapping's fields plus its energy per level."""
+    return {"chip": chip_name, **mapping.to_dict(), "energy_pj": energy_pj}
+
+
+def map_command(
+    chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
+    gemm: Annotated[str | None, typer.Option(help="GEMM M,K,N (C[M,N] = A[M,K]·B[K,N])")] = None,
+    conv: Annotated[str | None, typer.Option(help="Convolution H,W,R,S,C,K,STRIDE")] = None,
+    batch: Annotated[int, typer.Option(help="Images (convolution batch)")] = 1,
+    dtype: Annotated[str, typer.Option(help="Operand dtype")] = "bf16",
+    dataflow: Annotated[str, typer.Option(help="ws, os, is, rs or best")] = "best",
+    objective: Annotated[str, typer.Option(help="latency, energy or edp")] = "latency",
+    top_k: Annotated[int, typer.Option(help="Also list the next-best mappings")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Map one GEMM or convolution onto a chip's array: loop nest, traffic, cycles, energy."""
+    with user_errors():
+        the_chip = load_chip(chip)
+        if batch < 1:
+            raise InfersimError(f"--batch {batch}: must be >= 1")
+        op = _op(gemm, conv, dtype, batch)
+        found = map_op(
+            op,
+            the_chip,
+            dataflow=dataflow,
+            objective=objective,  # type: ignore[arg-type]
+            top_k=top_k,
+        )
+        mappings = found if isinstance(found, list) else [found]
+    docs = [mapping_document(m, the_chip.name, energy(m, the_chip).to_dict()) for m in mappings]
+    if as_json:
+        print_json(docs[0] if top_k == 1 else docs)
+        return
+    best, doc = mappings[0], docs[0]
+    table = Table(title=f"{op.kind} on {the_chip.name}: {best.dataflow}, objective {objective}")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for label, value in (
+        (
+            "loop nest (outer → inner)",
+            "; ".join(
+                f"{lvl}: " + " ".join(f"{d}{n}" for d, n in loops)
+                for lvl, loops in best.loop_nest().items()
+            ),
+        ),
+        ("compute cycles", f"{best.compute_cycles:,}"),
+        ("total cycles", f"{best.total_cycles:,.0f} ({best.bound}-bound)"),
+        ("time", fmt_time(best.time_s)),
+        ("folds", f"{best.folds:,}"),
+        ("mapping efficiency", f"{best.mapping_efficiency:.1%}"),
+        ("compute utilization", f"{best.compute_utilization:.1%}"),
+        (
+            "SRAM tile (double-buffered)",
+            f"{fmt_bytes(best.sram_bytes)} of {fmt_bytes(best.sram_capacity_bytes)}",
+        ),
+        ("DRAM traffic", fmt_bytes(best.dram_bytes)),
+        ("energy", f"{doc['energy_pj']['total_pj'] / 1e6:,.3f} µJ"),
+    ):
+        table.add_row(label, value)
+    console.print(table)
+    levels = Table(title="traffic and energy per level")
+    for col in ("level", "input", "weight", "output", "energy (µJ)"):
+        levels.add_column(col, justify="left" if col == "level" else "right")
+    by_level = doc["energy_pj"]["by_level"]
+    for level in LEVELS:
+        cells = [
+            fmt_bytes(best.traffic[level][o].total_bytes) for o in ("input", "weight", "output")
+        ]
+        levels.add_row(level, *cells, f"{by_level.get(level, 0.0) / 1e6:,.3f}")
+    levels.add_row("mac", "", "", "", f"{by_level.get('mac', 0.0) / 1e6:,.3f}")
+    console.print(levels)
+    for rank, m in enumerate(mappings[1:], start=2):
+        console.print(
+            f"#{rank}: {m.dataflow}, {m.total_cycles:,.0f} cycles, {fmt_bytes(m.dram_bytes)} DRAM",
+            markup=False,
+            highlight=False,
+        )
+
+
+def scalesim_command(
+    config: Annotated[Path, typer.Option(help="SCALE-Sim config (.cfg INI)")],
+    topology: Annotated[Path, typer.Option(help="SCALE-Sim topology CSV")],
+    gemm: Annotated[bool, typer.Option("--gemm", help="The topology is M,N,K GEMMs")] = False,
+    dtype: Annotated[str, typer.Option(help="Word type: int8 or int16")] = "int8",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Our per-layer figures under SCALE-Sim's COMPUTE_REPORT column names, to diff the two."""
+    with user_errors():
+        if dtype not in ("int8", "int16"):
+            raise InfersimError(f"--dtype {dtype!r}: SCALE-Sim words are int8 or int16")
+        cfg = read_config(config)
+        ops = read_topology(topology, dtype, gemm=True if gemm else None)  # type: ignore[arg-type]
+        rows = scalesim_report(cfg, ops)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title=f"{topology.name} on {config.name} ({cfg.dataflow})")
+    columns = [c for c in rows[0] if c in REPORT_COLUMNS or c == "Layer"] if rows else []
+    for col in columns:
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(
+            *(f"{row[c]:,.2f}" if isinstance(row[c], float) else str(row[c]) for c in columns)
+        )
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``map`` and ``scalesim`` to the CLI."""
+    app.command(name="map")(map_command)
+    app.command(name="scalesim")(scalesim_command)

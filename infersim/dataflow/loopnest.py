@@ -1,0 +1,724 @@
+"""One loop-nest analyzer for every dataflow: ``analyze(op, chip, template, tiling) -> Mapping``.
+
+The op is the unified nest of :mod:`infersim.dataflow.templates` (a GEMM is a 1×1 convolution).
+A mapping has four levels, outer to inner:
+
+``dram``           loops over SRAM tiles (``Tiling.tile`` extents, ``Tiling.order``); the tiles
+                   of the outer loops are dealt to the cores;
+``sram``           inside one SRAM tile, the fold loop: the template's fold dims, then the folds
+                   of the flattened row group over the array rows and of the column group over
+                   the array columns (SCALE-Sim's folds);
+``array``          the spatial dims of one fold on ``rows × cols`` PEs;
+``register_file``  the in-PE stream loop (``Tiling.rf`` factors for the template's rf_split dims).
+
+Counting rules (elements; bytes = elements × the operand's dtype width; psums at the output dtype):
+
+- DRAM: an operand's tile is fetched again whenever a DRAM loop above its innermost relevant
+  loop, that it does not depend on, iterates; a tile that only the loops dealt to the cores
+  leave unchanged is fetched once per core.
+  Input rows overlap between P tiles by R − stride (halo). An output revisited by an outer
+  reduction loop spills partial sums: written every visit, read back on all but the first.
+- SRAM: fills from DRAM are writes; each fold reads the operand elements it feeds the array,
+  one read per array edge port per element (the im2col view, SCALE-Sim's counts) unless the
+  template reuses the sliding window (RS: an ifmap row feeds a whole diagonal); outputs leaving
+  the array are writes, each accumulation into an existing partial sum a read.
+- array: every PE receives its share of each fed operand once per fold (one transfer per element
+  per PE, forwarding or multicast alike); every PE emits its partial sums once per fold.
+- register_file: an operand a PE reuses within a fold (fewer elements delivered than MACs) is
+  held in the RF: written on delivery, read by every MAC; an RF-held output is read and written
+  by every MAC. Operands used once per delivery are consumed from the pipeline registers.
+
+Compute cycles follow SCALE-Sim: per fold ``fold_cycles(R, C) + ceil(T / r)`` with T the MACs
+one PE runs in the fold and r the array's MACs per PE per cycle for the op's dtype (r > 1 packs
+r streamed MACs into one cycle; SCALE-Sim itself counts words, r = 1), summed over all folds of
+all tiles, minus 1 as SCALE-Sim reports. With several cores, the iterations of the outer DRAM
+loops (as many as needed to give every core work) are dealt in ceil-waves: compute cycles =
+mean cycles per dealt iteration × ceil(iterations / cores). Compute cycles are never below
+MACs / (PEs × cores × r).
+
+SRAM need: twice (double buffering) the input region, weights and outputs of one SRAM tile, per
+core; the shared SRAM (L2) is not a level of this nest.
+
+Time (the analytic rule): the first tile's load, then per tile the larger of its compute and
+its DRAM transfer (computed in aggregate: max(compute, remaining DRAM)), then the last tile's
+store, plus one DRAM access latency. DRAM bytes per cycle = dram.bandwidth_bytes_per_s ×
+calibration.dram_bandwidth_efficiency / freq_hz; compute cycles are divided by the calibrated
+compute efficiency. The per-kernel launch overhead is not included (the simulator adds it).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from infersim import dtypes
+from infersim.arch_models.chip import Chip
+from infersim.dataflow.templates import DIMS, OPERANDS, Template
+from infersim.errors import InfersimError
+from infersim.workloads.ops import Conv2d, Gemm, OpBase, stored_bits
+
+LEVELS: tuple[str, ...] = ("dram", "sram", "array", "register_file")
+"""Storage levels, outer to inner."""
+
+TILEABLE: tuple[str, ...] = ("G", "N", "K", "C", "P", "Q")
+"""Dims an SRAM tile may cut (filter rows and columns are always whole)."""
+
+AXES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "input": (("G",), ("N",), ("C",), ("P", "R"), ("Q", "S")),
+    "weight": (("G",), ("K",), ("C",), ("R",), ("S",)),
+    "output": (("G",), ("N",), ("K",), ("P",), ("Q",)),
+}
+"""Each operand's tensor axes; a two-dim axis is a sliding window (rows = P·stride + R)."""
+
+DEPENDS: dict[str, frozenset[str]] = {
+    name: frozenset(d for axis in axes for d in axis) for name, axes in AXES.items()
+}
+"""The dims each operand's index depends on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """An op as the unified nest: dim extents, input size, operand widths and the MAC class.
+
+    ``operand_bytes`` are bytes per element of the nest (a sparse GEMM's reduction dim counts
+    the MACs the array performs, so its operands carry the stored bytes of the whole k);
+    ``output_write_scale`` multiplies the final output write (a fused epilogue's output ratio
+    plus its extra same-size inputs).
+    """
+
+    dims: dict[str, int]
+    stride: int
+    in_h: int
+    in_w: int
+    padded_h: int
+    padded_w: int
+    operand_bytes: dict[str, float]
+    mac_class: str
+    macs: float
+    output_write_scale: float = 1.0
+
+
+def problem_of(op: OpBase) -> Problem:
+    """The unified loop nest of a :class:`Gemm` or :class:`Conv2d`.
+
+    A GEMM's reduction dim C is the k positions the array performs (half of k for 2:4 sparse
+    B, fewer for unstructured sparsity a sparse kernel skips); A and B keep their bytes (B as
+    stored: compressed values and indices, or a weight-only format). Weights in a storage-only
+    format stay in it up to the array (dequantization is vector work, costed elsewhere).
+
+    Raises:
+        InfersimError: any other operator kind (it does not run on the systolic array), or a
+            storage-only compute dtype.
+    """
+    scale_out = 1.0
+    if isinstance(op, Gemm):
+        reduction = max(1, round(op.k * op.executed_macs / op.macs))
+        per_k = op.k / reduction
+        dims = {
+            "G": op.batch,
+            "N": 1,
+            "K": op.n,
+            "C": reduction,
+            "P": op.m,
+            "Q": 1,
+            "R": 1,
+            "S": 1,
+        }
+        operand_bytes = {
+            "input": dtypes.nbytes(op.a_dtype) * per_k,
+            "weight": stored_bits(op.b_dtype, op.sparsity, op.density) / 8 * per_k,
+            "output": dtypes.nbytes(op.out_dtype),
+        }
+        if op.epilogue is not None:
+            scale_out = op.epilogue.out_ratio + op.epilogue.extra_inputs
+        stride, in_h, in_w, pad = 1, op.m, 1, 0
+    elif isinstance(op, Conv2d):
+        dims = {
+            "G": 1,
+            "N": op.batch,
+            "K": op.out_channels,
+            "C": op.in_channels,
+            "P": op.out_h,
+            "Q": op.out_w,
+            "R": op.kernel_h,
+            "S": op.kernel_w,
+        }
+        if dims["P"] < 1 or dims["Q"] < 1:
+            raise InfersimError(f"conv {op.name!r}: filter larger than the padded input")
+        operand_bytes = {
+            "input": dtypes.nbytes(op.dtype),
+            "weight": dtypes.nbytes(op.weight_dtype),
+            "output": dtypes.nbytes(op.out_dtype),
+        }
+        stride, in_h, in_w, pad = op.stride, op.in_h, op.in_w, op.padding
+    else:
+        raise InfersimError(f"op kind {op.kind!r} has no systolic loop nest (gemm and conv2d do)")
+    return Problem(
+        dims=dims,
+        stride=stride,
+        in_h=in_h,
+        in_w=in_w,
+        padded_h=in_h + 2 * pad,
+        padded_w=in_w + 2 * pad,
+        operand_bytes=operand_bytes,
+        mac_class=dtypes.mac_class(op.compute_dtype),
+        macs=float(math.prod(dims.values())),
+        output_write_scale=scale_out,
+    )
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """Tile factors of a mapping: SRAM tile extents, the DRAM loop order and the PE RF factors.
+
+    ``tile`` maps a dim of :data:`TILEABLE` to its SRAM tile extent (absent: the whole dim);
+    ``order`` is the DRAM loop order, outer to inner (dims left out go innermost, in
+    :data:`TILEABLE` order); ``rf`` maps a template ``rf_split`` dim to its in-PE factor
+    (absent: 1). ``Tiling()`` is the whole op as one tile (SCALE-Sim's view).
+    """
+
+    tile: dict[str, int] = field(default_factory=dict)
+    order: tuple[str, ...] = TILEABLE
+    rf: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Bytes read from and written to one level for one operand."""
+
+    reads_bytes: float = 0.0
+    writes_bytes: float = 0.0
+
+    @property
+    def total_bytes(self) -> float:
+        """Reads plus writes."""
+        return self.reads_bytes + self.writes_bytes
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """An op mapped on a chip by one dataflow: loop nest per level, traffic, cycles, time.
+
+    Traffic is ``traffic[level][operand]`` in bytes for one repetition of the op (levels
+    :data:`LEVELS`, operands ``input``, ``weight``, ``output``). Cycles are core clock cycles;
+    ``time_s`` = ``total_cycles`` / freq. Utilizations are fractions in [0, 1].
+    """
+
+    dataflow: str
+    template: Template
+    tiling: Tiling
+    dims: dict[str, int]
+    mac_class: str
+    macs: float
+    dram_loops: tuple[tuple[str, int], ...]
+    sram_tile: dict[str, int]
+    fold_loops: dict[str, int]
+    spatial_rows: tuple[str, ...]
+    spatial_cols: tuple[str, ...]
+    rows_extent: int
+    cols_extent: int
+    pe_loops: tuple[tuple[str, int], ...]
+    tiles: int
+    cores_used: int
+    waves: int
+    folds: int
+    compute_cycles: int
+    mapping_efficiency: float
+    compute_utilization: float
+    overall_utilization: float
+    traffic: dict[str, dict[str, Access]]
+    sram_bytes: float
+    sram_capacity_bytes: float
+    rf_bytes: float
+    rf_capacity_bytes: float
+    dram_bytes: float
+    dram_cycles: float
+    first_load_cycles: float
+    last_store_cycles: float
+    total_cycles: float
+    time_s: float
+    bound: str
+
+    @property
+    def fits(self) -> bool:
+        """Whether the double-buffered SRAM tile and the PE working set fit their capacities."""
+        return (
+            self.sram_bytes <= self.sram_capacity_bytes and self.rf_bytes <= self.rf_capacity_bytes
+        )
+
+    def loop_nest(self) -> dict[str, list[tuple[str, int]]]:
+        """(dim, extent) loops per level, outer to inner: DRAM tile loops, the fold loop of one
+        SRAM tile (fold dims, then row and column folds of the full tile), the array's spatial
+        dims (rows group, then columns group), and the in-PE stream loop."""
+        rows, cols = self.spatial_rows, self.spatial_cols
+        return {
+            "dram": list(self.dram_loops),
+            "sram": [*self.fold_loops.items()],
+            "array": [
+                (f"rows:{'·'.join(rows)}", self.rows_extent),
+                (f"cols:{'·'.join(cols)}", self.cols_extent),
+            ],
+            "register_file": list(self.pe_loops),
+        }
+
+    def level_bytes(self, level: str) -> float:
+        """All bytes read and written at ``level``."""
+        return sum(a.total_bytes for a in self.traffic[level].values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {
+            "dataflow": self.dataflow,
+            "dims": dict(self.dims),
+            "macs": self.macs,
+            "dram_loops": [list(x) for x in self.dram_loops],
+            "sram_tile": dict(self.sram_tile),
+            "fold_loops": dict(self.fold_loops),
+            "spatial_rows": list(self.spatial_rows),
+            "spatial_cols": list(self.spatial_cols),
+            "rows_extent": self.rows_extent,
+            "cols_extent": self.cols_extent,
+            "pe_loops": [list(x) for x in self.pe_loops],
+            "loop_nest": {k: [list(x) for x in v] for k, v in self.loop_nest().items()},
+            "tiles": self.tiles,
+            "cores_used": self.cores_used,
+            "waves": self.waves,
+            "folds": self.folds,
+            "compute_cycles": self.compute_cycles,
+            "mapping_efficiency": self.mapping_efficiency,
+            "compute_utilization": self.compute_utilization,
+            "overall_utilization": self.overall_utilization,
+            "traffic_bytes": {
+                level: {
+                    name: {"reads": a.reads_bytes, "writes": a.writes_bytes}
+                    for name, a in ops.items()
+                }
+                for level, ops in self.traffic.items()
+            },
+            "sram_bytes": self.sram_bytes,
+            "rf_bytes": self.rf_bytes,
+            "dram_bytes": self.dram_bytes,
+            "dram_cycles": self.dram_cycles,
+            "first_load_cycles": self.first_load_cycles,
+            "last_store_cycles": self.last_store_cycles,
+            "total_cycles": self.total_cycles,
+            "time_s": self.time_s,
+            "bound": self.bound,
+        }
+
+
+# --- footprints ----------------------------------------------------------------------------
+
+Arr = npt.NDArray[np.float64]
+"""Every figure is computed on float64 arrays: one element per candidate mapping."""
+
+
+def footprint(operand: str, ext: dict[str, Any], stride: int, window: bool) -> Any:
+    """Elements of ``operand`` touched when each dim spans ``ext[d]`` indices (absent: 1).
+
+    A window axis spans ``(P − 1)·stride + R`` rows when ``window`` (the ifmap region) and
+    ``P·R`` otherwise (the im2col matrix). Works on numbers and on numpy arrays alike.
+    """
+    total: Any = 1.0
+    for axis in AXES[operand]:
+        if len(axis) == 2:
+            outer, inner = ext.get(axis[0], 1), ext.get(axis[1], 1)
+            total = total * ((outer - 1) * stride + inner if window else outer * inner)
+        else:
+            total = total * ext.get(axis[0], 1)
+    return total
+
+
+def _ceil_div(a: Arr, b: Arr | float) -> Arr:
+    return np.ceil(a / b - 1e-9)
+
+
+def _prod(values: Any) -> Any:
+    return functools.reduce(operator.mul, values, 1.0)
+
+
+def _split(used: Arr, group: tuple[str, ...], part: dict[str, Arr]) -> dict[str, Arr]:
+    """Per-dim extents of ``used`` consecutive positions of a flattened group (last dim fastest)."""
+    out: dict[str, Arr] = {}
+    rest = used
+    for d in reversed(group):
+        out[d] = np.minimum(part[d], rest)
+        rest = rest / out[d]
+    return out
+
+
+def _uses(extent: Arr, array_dim: int) -> list[tuple[Arr, Arr]]:
+    """(positions used, number of folds): the full folds and the remainder fold (maybe none)."""
+    full = np.floor(extent / array_dim + 1e-9)
+    rem = extent - full * array_dim
+    return [(np.full_like(extent, float(array_dim)), full), (np.maximum(rem, 1.0), rem > 0.5)]
+
+
+# --- the fold level ------------------------------------------------------------------------
+
+_FOLD_KEYS = ("cycles", "folds", "used", "util_num", "util_den")
+
+
+def _tile_folds(
+    prob: Problem, tpl: Template, ext: dict[str, Arr], rf: dict[str, Arr], chip: Chip, rate: float
+) -> dict[str, Arr]:
+    """Fold-level totals of ONE SRAM tile of extents ``ext`` (cycles, folds, elements)."""
+    rows, cols = chip.array.rows, chip.array.cols
+    f = {d: np.minimum(rf[d], ext[d]) for d in tpl.rf_split}
+    pe = {d: f.get(d, ext[d]) for d in tpl.stream}
+    spatial = (*tpl.rows, *tpl.cols)
+    part = {d: _ceil_div(ext[d], f[d]) if d in f else ext[d] for d in spatial}
+    temporal = _prod(
+        _ceil_div(ext[d], f[d]) if d in f else ext[d]
+        for d in DIMS
+        if d not in spatial and (d in f or d not in pe)
+    )
+    rows_ext = _prod(part[d] for d in tpl.rows)
+    cols_ext = _prod(part[d] for d in tpl.cols)
+    t_macs = _prod(pe.values())
+    t_cycles = _ceil_div(t_macs, rate)
+    folds = temporal * _ceil_div(rows_ext, rows) * _ceil_div(cols_ext, cols)
+    used = temporal * rows_ext * cols_ext
+    out = {
+        "cycles": folds * (tpl.fold_cycles.overhead_cycles(rows, cols) + t_cycles),
+        "folds": folds,
+        "used": used,
+        "util_num": used * t_macs / rate,
+        "util_den": folds * rows * cols * (tpl.util_cycles.overhead_cycles(rows, cols) + t_cycles),
+    }
+    for name in OPERANDS:
+        pe_fp = footprint(name, pe, prob.stride, tpl.window_reuse)
+        out[f"deliver_{name}"] = used * pe_fp
+        out[f"rf_{name}"] = np.where(pe_fp < t_macs - 1e-9, used * t_macs, 0.0)
+        out[f"feed_{name}"] = np.zeros_like(used)
+    for ru, nr in _uses(rows_ext, rows):
+        for cu, nc in _uses(cols_ext, cols):
+            x = {**_split(ru, tpl.rows, part), **_split(cu, tpl.cols, part)}
+            fold_ext = {d: x.get(d, 1.0) * pe.get(d, 1.0) for d in DIMS}
+            weight = temporal * nr * nc
+            for name in OPERANDS:
+                fp = footprint(name, fold_ext, prob.stride, tpl.window_reuse)
+                out[f"feed_{name}"] = out[f"feed_{name}"] + weight * fp
+    return out
+
+
+def _all_tiles(
+    prob: Problem,
+    tpl: Template,
+    tile: dict[str, Arr],
+    rf: dict[str, Arr],
+    chip: Chip,
+    rate: float,
+) -> dict[str, Arr]:
+    """Fold-level totals over every SRAM tile: each class of tile (full or remainder extent per
+    cut dim) is analyzed once, on the candidates that have it, and weighted by its count."""
+    dims = prob.dims
+    classes: list[list[tuple[Arr, Arr]]] = []
+    for d in DIMS:
+        extent = float(dims[d])
+        n = _ceil_div(np.full_like(tile[d], extent), tile[d])
+        rem = extent - (n - 1) * tile[d]
+        has_rem = rem < tile[d] - 0.5
+        full_count = n - has_rem
+        if np.all(~has_rem):
+            classes.append([(tile[d], full_count)])
+        else:
+            classes.append([(tile[d], full_count), (rem, has_rem.astype(np.float64))])
+    total: dict[str, Arr] = {}
+    for combo in itertools.product(*classes):
+        count = _prod(c for _, c in combo)
+        mask = count > 0.5
+        if not np.any(mask):
+            continue
+        if np.all(mask):
+            ext = {d: e for d, (e, _) in zip(DIMS, combo, strict=True)}
+            sums = _tile_folds(prob, tpl, ext, rf, chip, rate)
+            for key, value in sums.items():
+                total[key] = total.get(key, 0.0) + count * value
+            continue
+        ext = {d: e[mask] for d, (e, _) in zip(DIMS, combo, strict=True)}
+        sums = _tile_folds(prob, tpl, ext, {d: v[mask] for d, v in rf.items()}, chip, rate)
+        for key, value in sums.items():
+            acc = np.zeros_like(count)
+            acc[mask] = count[mask] * value
+            total[key] = total.get(key, 0.0) + acc
+    return total
+
+
+def _rf_need(prob: Problem, tpl: Template, tile: dict[str, Arr], rf: dict[str, Arr]) -> Arr:
+    """RF bytes a PE needs beyond one pipeline register per operand (the in-PE working sets)."""
+    pe = {d: np.minimum(rf[d], tile[d]) if d in tpl.rf_split else tile[d] for d in tpl.stream}
+    need: Any = np.zeros_like(tile["G"])
+    for name in OPERANDS:
+        first_reuse = next((i for i, d in enumerate(tpl.stream) if d not in DEPENDS[name]), None)
+        if first_reuse is None:
+            continue
+        inner = {d: pe[d] for d in tpl.stream[first_reuse:]}
+        held = footprint(name, inner, prob.stride, tpl.window_reuse)
+        need = need + np.maximum(held - 1.0, 0.0) * prob.operand_bytes[name]
+    return need
+
+
+def _tile_bytes(prob: Problem, name: str, tile: dict[str, Arr]) -> Arr:
+    """Bytes of ``name`` in one full SRAM tile (the ifmap region, capped at the padded input)."""
+    if name != "input":
+        return footprint(name, tile, prob.stride, window=True) * prob.operand_bytes[name]
+    rows = np.minimum((tile["P"] - 1) * prob.stride + tile["R"], prob.padded_h)
+    cols = np.minimum((tile["Q"] - 1) * prob.stride + tile["S"], prob.padded_w)
+    return tile["G"] * tile["N"] * tile["C"] * rows * cols * prob.operand_bytes[name]
+
+
+# --- the DRAM level ------------------------------------------------------------------------
+
+
+def _dram(
+    prob: Problem, counts: dict[str, Arr], order: tuple[str, ...], cores: int
+) -> tuple[dict[str, Arr], dict[str, Arr], Arr]:
+    """DRAM reads and writes per operand (bytes) and the iterations dealt to the cores.
+
+    The outer loops are dealt to the cores until every core has work. An operand is fetched
+    again whenever a loop it does not depend on iterates above a loop it depends on; an operand
+    that only dealt loops leave unchanged is fetched once per core that needs it (partial sums
+    of a dealt reduction loop meet in DRAM).
+    """
+    dealt: list[Any] = []
+    iterations = np.ones_like(counts["G"])
+    for d in order:
+        active = iterations < cores
+        dealt.append(active)
+        iterations = np.where(active, iterations * counts[d], iterations)
+    cores_used = np.minimum(iterations, cores)
+    reads: dict[str, Arr] = {}
+    writes: dict[str, Arr] = {}
+    for name in OPERANDS:
+        refetch: Any = 1.0
+        copies: Any = 1.0
+        for i, d in enumerate(order):
+            if d in DEPENDS[name]:
+                continue
+            later = [counts[e] > 1.5 for e in order[i + 1 :] if e in DEPENDS[name]]
+            above = functools.reduce(np.logical_or, later, np.zeros_like(dealt[i]))
+            refetch = refetch * np.where(above, counts[d], 1.0)
+            copies = copies * np.where(~above & dealt[i], counts[d], 1.0)
+        refetch = refetch * np.minimum(copies, cores_used)
+        total = _total_footprint(prob, name, counts) * prob.operand_bytes[name]
+        if name == "output":
+            spill = total * (refetch - 1.0)
+            reads[name], writes[name] = spill, spill + total * prob.output_write_scale
+        else:
+            reads[name], writes[name] = total * refetch, np.zeros_like(total)
+    return reads, writes, iterations
+
+
+def _total_footprint(prob: Problem, name: str, counts: dict[str, Arr]) -> Arr:
+    """Elements of ``name`` summed over all distinct tiles (whole tensor plus input halos)."""
+    total: Any = np.ones_like(counts["G"])
+    dims = prob.dims
+    for axis in AXES[name]:
+        if axis == ("P", "R"):
+            total = total * (prob.in_h + (counts["P"] - 1) * max(dims["R"] - prob.stride, 0))
+        elif axis == ("Q", "S"):
+            total = total * (prob.in_w + (counts["Q"] - 1) * max(dims["S"] - prob.stride, 0))
+        else:
+            total = total * dims[axis[0]]
+    return total
+
+
+# --- both levels, vectorized over candidates -------------------------------------------------
+
+
+def evaluate(
+    prob: Problem,
+    tpl: Template,
+    chip: Chip,
+    tile: dict[str, Arr],
+    order: tuple[str, ...],
+    rf: dict[str, Arr],
+    folds: dict[str, Arr] | None = None,
+) -> dict[str, Any]:
+    """Every figure of :class:`Mapping` for a batch of candidate tilings (arrays, one element
+    per candidate; ``tile`` holds all of :data:`DIMS`, ``rf`` all of the template's rf_split).
+    ``folds`` reuses the fold-level totals of an earlier call with the same tiles (they do not
+    depend on the loop order). Traffic is ``traffic[level][operand] = (reads, writes)`` bytes.
+    """
+    rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
+    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
+    sums = folds if folds is not None else _all_tiles(prob, tpl, tile, rf, chip, rate)
+    counts = {d: _ceil_div(np.full_like(tile[d], float(prob.dims[d])), tile[d]) for d in DIMS}
+    dram_rd, dram_wr, iterations = _dram(prob, counts, order, cores)
+    ob = prob.operand_bytes
+    out_elems = footprint("output", prob.dims, prob.stride, window=False)
+    traffic: dict[str, dict[str, tuple[Arr, Arr]]] = {level: {} for level in LEVELS}
+    zero = np.zeros_like(iterations)
+    for name in OPERANDS:
+        b = ob[name]
+        traffic["dram"][name] = (dram_rd[name], dram_wr[name])
+        feed, deliver, rf_slots = sums[f"feed_{name}"], sums[f"deliver_{name}"], sums[f"rf_{name}"]
+        if name == "output":
+            traffic["sram"][name] = (
+                (feed - out_elems) * b + dram_wr[name],
+                feed * b + dram_rd[name],
+            )
+            traffic["array"][name] = (zero, deliver * b)
+            traffic["register_file"][name] = (rf_slots * b, rf_slots * b)
+        else:
+            traffic["sram"][name] = (feed * b, dram_rd[name])
+            traffic["array"][name] = (deliver * b, zero)
+            traffic["register_file"][name] = (
+                rf_slots * b,
+                np.where(rf_slots > 0, deliver * b, 0.0),
+            )
+
+    waves = _ceil_div(iterations, cores)
+    bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
+    compute_cycles = np.maximum(
+        _ceil_div(sums["cycles"] / iterations * waves, 1.0) - 1, bound_cycles
+    )
+    tile_bytes = {name: _tile_bytes(prob, name, tile) for name in OPERANDS}
+    dram_bytes = sum(r + w for r, w in traffic["dram"].values())
+    per_cycle = (
+        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
+    )
+    cores_used = np.minimum(iterations, cores)
+    first = cores_used * (tile_bytes["input"] + tile_bytes["weight"]) / per_cycle
+    last = cores_used * tile_bytes["output"] / per_cycle
+    dram_cycles = dram_bytes / per_cycle
+    busy = compute_cycles / chip.calibration.compute(prob.mac_class)
+    rest = np.maximum(dram_cycles - first - last, 0.0)
+    total_cycles = first + np.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz
+    return {
+        "traffic": traffic,
+        "iterations": iterations,
+        "waves": waves,
+        "cores_used": cores_used,
+        "tiles": _prod(counts.values()),
+        "folds": sums["folds"],
+        "compute_cycles": compute_cycles,
+        "mapping_efficiency": sums["used"] / (sums["folds"] * rows * cols),
+        "compute_utilization": sums["util_num"] / sums["util_den"],
+        "overall_utilization": prob.macs / (total_cycles * rows * cols * cores * rate),
+        "sram_bytes": 2.0 * sum(tile_bytes.values()),
+        "rf_bytes": _rf_need(prob, tpl, tile, rf),
+        "dram_bytes": dram_bytes,
+        "dram_cycles": dram_cycles,
+        "first_load_cycles": first,
+        "last_store_cycles": last,
+        "total_cycles": total_cycles,
+        "compute_bound": busy >= rest,
+    }
+
+
+def _check_tiling(tpl: Template, tiling: Tiling) -> None:
+    for d, v in tiling.tile.items():
+        if d not in TILEABLE:
+            raise InfersimError(f"tile dim {d!r} cannot be tiled; tileable: {TILEABLE}")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InfersimError(f"tile[{d!r}] = {v!r}: must be an integer >= 1")
+    for d, v in tiling.rf.items():
+        if d not in tpl.rf_split:
+            raise InfersimError(
+                f"rf dim {d!r} not split by dataflow {tpl.name!r}; rf_split: {tpl.rf_split}"
+            )
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InfersimError(f"rf[{d!r}] = {v!r}: must be an integer >= 1")
+    if any(d not in TILEABLE for d in tiling.order) or len(set(tiling.order)) != len(tiling.order):
+        raise InfersimError(f"loop order {tiling.order}: must be distinct dims of {TILEABLE}")
+
+
+def analyze(op: OpBase, chip: Chip, template: Template, tiling: Tiling | None = None) -> Mapping:
+    """Map one repetition of ``op`` on ``chip`` with ``template`` and ``tiling`` (default: the
+    whole op as one SRAM tile, as SCALE-Sim streams it) and count traffic, cycles and time.
+
+    The result is reported even when the tile does not fit (see :attr:`Mapping.fits`).
+
+    Raises:
+        UnsupportedDtypeError: the array cannot compute the op's dtype.
+        InfersimError: an op kind without a loop nest, or a malformed tiling.
+    """
+    tiling = tiling or Tiling()
+    prob = problem_of(op)
+    chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
+    _check_tiling(template, tiling)
+    dims = prob.dims
+    tile = {d: min(tiling.tile.get(d, dims[d]), dims[d]) for d in DIMS}
+    order = (*tiling.order, *(d for d in TILEABLE if d not in tiling.order))
+    return build_mapping(prob, template, chip, tile, order, tiling.rf)
+
+
+def build_mapping(
+    prob: Problem,
+    template: Template,
+    chip: Chip,
+    tile: dict[str, int],
+    order: tuple[str, ...],
+    rf: dict[str, int],
+) -> Mapping:
+    """The :class:`Mapping` of one tiling (``tile`` has every dim, ``order`` every tileable dim)."""
+    rf_full = {d: min(rf.get(d, 1), tile[d]) for d in template.rf_split}
+    arr = {d: np.array([float(v)]) for d, v in tile.items()}
+    fig = evaluate(
+        prob, template, chip, arr, order, {d: np.array([float(v)]) for d, v in rf_full.items()}
+    )
+
+    def one(x: Any) -> float:
+        return float(np.asarray(x).reshape(-1)[0])
+
+    traffic = {
+        level: {name: Access(one(r), one(w)) for name, (r, w) in ops.items()}
+        for level, ops in fig["traffic"].items()
+    }
+    counts = {d: -(-prob.dims[d] // tile[d]) for d in DIMS}
+    part = {
+        d: -(-tile[d] // rf_full[d]) if d in rf_full else tile[d]
+        for d in (*template.rows, *template.cols)
+    }
+    spatial = (*template.rows, *template.cols)
+    fold_loops = {
+        d: (-(-tile[d] // rf_full[d]) if d in rf_full else tile[d])
+        for d in DIMS
+        if d not in spatial and (d in rf_full or d not in template.stream)
+    }
+    total_cycles = one(fig["total_cycles"])
+    return Mapping(
+        dataflow=template.name,
+        template=template,
+        tiling=Tiling(tile={d: tile[d] for d in TILEABLE}, order=order, rf=rf_full),
+        dims=dict(prob.dims),
+        mac_class=prob.mac_class,
+        macs=prob.macs,
+        dram_loops=tuple((d, counts[d]) for d in order if counts[d] > 1),
+        sram_tile=dict(tile),
+        fold_loops=fold_loops,
+        spatial_rows=template.rows,
+        spatial_cols=template.cols,
+        rows_extent=math.prod(part[d] for d in template.rows),
+        cols_extent=math.prod(part[d] for d in template.cols),
+        pe_loops=tuple((d, rf_full.get(d, tile[d])) for d in template.stream),
+        tiles=round(one(fig["tiles"])),
+        cores_used=round(one(fig["cores_used"])),
+        waves=round(one(fig["waves"])),
+        folds=round(one(fig["folds"])),
+        compute_cycles=round(one(fig["compute_cycles"])),
+        mapping_efficiency=one(fig["mapping_efficiency"]),
+        compute_utilization=one(fig["compute_utilization"]),
+        overall_utilization=one(fig["overall_utilization"]),
+        traffic=traffic,
+        sram_bytes=one(fig["sram_bytes"]),
+        sram_capacity_bytes=float(chip.sram.capacity_bytes),
+        rf_bytes=one(fig["rf_bytes"]),
+        rf_capacity_bytes=float(chip.register_file.bytes_per_pe),
+        dram_bytes=one(fig["dram_bytes"]),
+        dram_cycles=one(fig["dram_cycles"]),
+        first_load_cycles=one(fig["first_load_cycles"]),
+        last_store_cycles=one(fig["last_store_cycles"]),
+        total_cycles=total_cycles,
+        time_s=total_cycles / chip.freq_hz,
+        bound="compute" if bool(np.asarray(fig["compute_bound"]).reshape(-1)[0]) else "memory",
+    )

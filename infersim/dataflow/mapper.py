@@ -1,0 +1,260 @@
+"""The mapper: the tiling of an op that minimizes latency, energy or their product.
+
+For one template the search is exhaustive over a small candidate grid, priced exactly by the
+analyzer (vectorized over all candidates at once, see :func:`loopnest.evaluate`):
+
+- SRAM tile extents per dim: the whole dim, its repeated halvings, and multiples of the array
+  side the dim is laid on (filter rows and columns, and output columns, are never cut);
+- DRAM loop orders: groups first, then the six orders of the three reuse classes (the filter loop,
+  which the input does not depend on; the channel loop, which the output does not depend on; the
+  image/row loops, which the weight does not depend on);
+- for templates with ``rf_split`` dims (RS), the register-file factors whose working set fits the
+  PE register file (the Pareto-largest ones).
+
+A candidate qualifies when its double-buffered SRAM tile fits one core's SRAM and its PE working
+set fits the register file. ``dataflow="best"`` searches every template that can map the op and
+keeps the cheapest. Results are memoized in a bounded LRU cache keyed by (op signature, chip key,
+dataflow, objective, top_k).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from typing import Any, Literal, overload
+
+import numpy as np
+
+from infersim.arch_models.chip import Chip
+from infersim.dataflow.energy import energy, mac_energy_pj, traffic_pj
+from infersim.dataflow.loopnest import (
+    DIMS,
+    TILEABLE,
+    Arr,
+    Mapping,
+    Problem,
+    _all_tiles,
+    _rf_need,
+    _tile_bytes,
+    build_mapping,
+    evaluate,
+    problem_of,
+)
+from infersim.dataflow.templates import OPERANDS, TEMPLATES, Template
+from infersim.errors import InfersimError
+from infersim.workloads.ops import OpBase
+
+Objective = Literal["latency", "energy", "edp"]
+OBJECTIVES: tuple[str, ...] = ("latency", "energy", "edp")
+DATAFLOWS: tuple[str, ...] = (*TEMPLATES, "best")
+
+_REUSE_CLASSES: tuple[tuple[str, ...], ...] = (("K",), ("C",), ("N", "P", "Q"))
+ORDERS: tuple[tuple[str, ...], ...] = tuple(
+    ("G", *itertools.chain.from_iterable(p)) for p in itertools.permutations(_REUSE_CLASSES)
+)
+"""The DRAM loop orders the mapper tries (outer to inner)."""
+
+_RF_FACTORS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+_RF_OPTIONS_MAX = 16
+_CUT = ("G", "N", "K", "C", "P")  # dims the mapper cuts (Q, R, S stay whole)
+
+
+class _LRU:
+    """A bounded least-recently-used cache."""
+
+    def __init__(self, maxsize: int) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize(={maxsize}) must be >= 1")
+        self.maxsize = maxsize
+        self._data: OrderedDict[tuple[Any, ...], tuple[Mapping, ...]] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[Mapping, ...] | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: tuple[Any, ...], value: tuple[Mapping, ...]) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_CACHE = _LRU(maxsize=4096)
+
+
+def clear_cache() -> None:
+    """Forget every memoized mapping."""
+    _CACHE.clear()
+
+
+def mapping_cost(mapping: Mapping, chip: Chip, objective: Objective) -> float:
+    """The objective of ``mapping``: latency in seconds, energy in pJ, or EDP in pJ·s."""
+    if objective == "latency":
+        return mapping.time_s
+    pj = energy(mapping, chip).total_pj
+    return pj if objective == "energy" else pj * mapping.time_s
+
+
+def _ladder(extent: int, aligns: tuple[int, ...]) -> list[int]:
+    """Tile extents tried for a dim: whole, halvings, and array-side multiples (descending)."""
+    values = {extent}
+    v = extent
+    while v > 1:
+        v = -(-v // 2)
+        values.add(v)
+    for a in aligns:
+        m = a
+        while m < extent:
+            values.add(m)
+            m *= 2
+    return sorted(values, reverse=True)
+
+
+def _aligns(tpl: Template, dim: str, chip: Chip) -> tuple[int, ...]:
+    if tpl.rows == (dim,):
+        return (chip.array.rows,)
+    if tpl.cols == (dim,):
+        return (chip.array.cols,)
+    return ()
+
+
+def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]]:
+    """Register-file factor choices whose PE working set fits (Pareto-largest, at most 16)."""
+    if not tpl.rf_split:
+        return [{}]
+    axes = [[v for v in _RF_FACTORS if v <= prob.dims[d]] for d in tpl.rf_split]
+    grid = np.array(list(itertools.product(*axes)), dtype=np.float64)
+    tile = {d: np.full(len(grid), float(prob.dims[d])) for d in DIMS}
+    rf = {d: grid[:, i] for i, d in enumerate(tpl.rf_split)}
+    ok = _rf_need(prob, tpl, tile, rf) <= chip.register_file.bytes_per_pe + 1e-9
+    fit = grid[ok]
+    if len(fit) == 0:
+        return []
+    dominated = np.array(
+        [np.any(np.all(fit >= row, axis=1) & np.any(fit > row, axis=1)) for row in fit]
+    )
+    best = fit[~dominated]
+    best = best[np.argsort(-np.prod(best, axis=1), kind="stable")][:_RF_OPTIONS_MAX]
+    return [{d: int(v) for d, v in zip(tpl.rf_split, row, strict=True)} for row in best]
+
+
+def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr], dict[str, Arr]]:
+    """The fitting candidates: tile extents for every dim and RF factors, as parallel arrays."""
+    rf_opts = _rf_options(prob, tpl, chip)
+    if not rf_opts:
+        return {}, {}
+    ladders = {d: _ladder(prob.dims[d], _aligns(tpl, d, chip)) for d in _CUT}
+    grid = np.array(
+        list(itertools.product(*(ladders[d] for d in _CUT), range(len(rf_opts)))),
+        dtype=np.float64,
+    )
+    tile = {d: grid[:, i] for i, d in enumerate(_CUT)}
+    for d in DIMS:
+        tile.setdefault(d, np.full(len(grid), float(prob.dims[d])))
+    choice = grid[:, -1].astype(int)
+    rf = {d: np.array([o[d] for o in rf_opts], dtype=np.float64)[choice] for d in tpl.rf_split}
+    need = 2.0 * sum(_tile_bytes(prob, name, tile) for name in OPERANDS)
+    ok = need <= chip.sram.capacity_bytes
+    if tpl.rf_split:
+        ok &= _rf_need(prob, tpl, tile, rf) <= chip.register_file.bytes_per_pe + 1e-9
+    return {d: v[ok] for d, v in tile.items()}, {d: v[ok] for d, v in rf.items()}
+
+
+def _search(
+    prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int
+) -> list[tuple[float, Mapping]]:
+    """The ``top_k`` cheapest mappings of ``prob`` with ``tpl`` (empty when nothing fits)."""
+    tile, rf = _candidates(prob, tpl, chip)
+    if not tile or len(tile["G"]) == 0:
+        return []
+    rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
+    folds = _all_tiles(prob, tpl, tile, rf, chip, rate)
+    mac_pj = mac_energy_pj(prob.macs, prob.mac_class, chip)
+    costs = []
+    for order in ORDERS:
+        fig = evaluate(prob, tpl, chip, tile, order, rf, folds=folds)
+        seconds = fig["total_cycles"] / chip.freq_hz
+        if objective == "latency":
+            costs.append(seconds)
+            continue
+        pj = traffic_pj(fig["traffic"], chip) + mac_pj
+        costs.append(pj if objective == "energy" else pj * seconds)
+    flat = np.stack(costs).reshape(-1)
+    picks = np.argsort(flat, kind="stable")[:top_k]
+    out = []
+    n = len(tile["G"])
+    for pick in picks:
+        o, i = divmod(int(pick), n)
+        chosen = {d: int(tile[d][i]) for d in DIMS}
+        factors = {d: int(rf[d][i]) for d in tpl.rf_split}
+        mapping = build_mapping(prob, tpl, chip, chosen, ORDERS[o], factors)
+        out.append((mapping_cost(mapping, chip, objective), mapping))
+    return out
+
+
+@overload
+def map_op(  # type: ignore[overload-overlap]
+    op: OpBase,
+    chip: Chip,
+    dataflow: str = ...,
+    objective: Objective = ...,
+    top_k: Literal[1] = ...,
+) -> Mapping: ...
+@overload
+def map_op(
+    op: OpBase, chip: Chip, dataflow: str, objective: Objective, top_k: int
+) -> list[Mapping]: ...
+def map_op(
+    op: OpBase,
+    chip: Chip,
+    dataflow: str = "best",
+    objective: Objective = "latency",
+    top_k: int = 1,
+) -> Mapping | list[Mapping]:
+    """The cheapest mapping of one repetition of ``op`` on ``chip`` for ``objective``
+    (``latency``: seconds, ``energy``: pJ, ``edp``: pJ·s), with ``dataflow`` one of ``ws``,
+    ``os``, ``is``, ``rs`` or ``best`` (every template that can map the op). With ``top_k`` > 1,
+    the ``top_k`` cheapest mappings, cheapest first.
+
+    Raises:
+        UnsupportedDtypeError: the array cannot compute the op's dtype.
+        InfersimError: an unknown dataflow or objective, ``top_k`` < 1, an op kind without a
+            loop nest, or no tiling fits the SRAM and register file.
+    """
+    if dataflow not in DATAFLOWS:
+        raise InfersimError(f"unknown dataflow {dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
+    if objective not in OBJECTIVES:
+        raise InfersimError(f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise InfersimError(f"top_k = {top_k!r}: must be an integer >= 1")
+    prob = problem_of(op)
+    chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
+    names = list(TEMPLATES) if dataflow == "best" else [dataflow]
+    ranked: list[tuple[float, int, Mapping]] = []
+    for rank, name in enumerate(names):
+        key = (op.signature(), chip.key, name, objective, top_k)
+        found = _CACHE.get(key)
+        if found is None:
+            found = tuple(m for _, m in _search(prob, TEMPLATES[name], chip, objective, top_k))
+            _CACHE.put(key, found)
+        ranked.extend((mapping_cost(m, chip, objective), rank, m) for m in found)
+    if not ranked:
+        raise InfersimError(
+            f"no {dataflow} tiling of {op.kind} {op.name!r} fits chip {chip.name!r}: SRAM "
+            f"{chip.sram.capacity_bytes} B per core, register file "
+            f"{chip.register_file.bytes_per_pe} B per PE"
+        )
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    best = [m for _, _, m in ranked[:top_k]]
+    return best[0] if top_k == 1 else best
+
+
+__all__ = ["DATAFLOWS", "OBJECTIVES", "ORDERS", "TILEABLE", "clear_cache", "map_op", "mapping_cost"]

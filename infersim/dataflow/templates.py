@@ -1,0 +1,149 @@
+"""Dataflows as data: weight-, output-, input- and row-stationary are four :class:`Template` values.
+
+Every operator is analyzed as the seven-deep convolution loop nest (plus independent groups):
+
+    G groups (a GEMM's batch: heads, experts; nothing is shared between groups)
+    N images  K filters (output channels)  C input channels
+    P, Q output rows and columns  R, S filter rows and columns  (input rows = P·stride + R)
+
+A GEMM C[m,n] = A[m,k]·B[k,n] is the 1×1 convolution with P = m, C = k, K = n (Q = R = S = 1),
+so one analyzer serves both. A template names the dims laid across the array rows and the array
+columns (a group of dims is flattened, last dim fastest, and cut into array-sized folds), the
+in-PE loop that streams through each PE during one fold (outer → inner), and the stream dims whose
+PE-internal factor the mapper chooses under the register-file capacity (``rf_split``; the rest of
+such a dim goes to its array role, or to the fold loop). Every other dim is a fold loop.
+
+Which operand stays in the PE, what is reused across the array and what is accumulated
+spatially all follow from which dims each operand depends on; ``stationary`` documents the
+intent and a test checks the analyzer agrees. Adding a fifth dataflow is adding a value to
+:data:`TEMPLATES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+DIMS: tuple[str, ...] = ("G", "N", "K", "C", "P", "Q", "R", "S")
+"""Loop dims of the unified nest (see the module docstring)."""
+
+Operand = Literal["input", "weight", "output"]
+OPERANDS: tuple[Operand, ...] = ("input", "weight", "output")
+"""The three operands: activations in, weights (filters, GEMM B), outputs / partial sums."""
+
+
+@dataclass(frozen=True, slots=True)
+class FoldCycles:
+    """Per-fold overhead in cycles: ``rows·R + cols·C + const`` for an R × C array."""
+
+    rows: int
+    cols: int
+    const: int
+
+    def overhead_cycles(self, array_rows: int, array_cols: int) -> int:
+        """Fill, skew and drain cycles one fold adds to its streamed cycles."""
+        return self.rows * array_rows + self.cols * array_cols + self.const
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """One dataflow: the spatial dims, the in-PE stream and the per-fold systolic overhead.
+
+    ``fold_cycles`` is what one fold costs beyond its streamed cycles T (SCALE-Sim: WS/IS
+    2R + C − 2, OS R + C − 2). ``util_cycles`` is the per-fold window SCALE-Sim divides by for
+    its "Compute Util %" (WS/IS 2R + 2C − 3 + T, OS R + C − 2 + T). ``window_reuse`` says the
+    dataflow exploits the sliding window between output rows and filter rows (row-stationary's
+    diagonal ifmap reuse); without it a convolution is fed as its im2col matrix, as SCALE-Sim does.
+    """
+
+    name: str
+    description: str
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    stream: tuple[str, ...]
+    stationary: Operand
+    fold_cycles: FoldCycles
+    util_cycles: FoldCycles
+    rf_split: tuple[str, ...] = ()
+    window_reuse: bool = False
+
+    def __post_init__(self) -> None:
+        for role in (self.rows, self.cols, self.stream, self.rf_split):
+            bad = [d for d in role if d not in DIMS]
+            if bad:
+                raise ValueError(f"template {self.name!r}: unknown dims {bad}; dims: {DIMS}")
+        if not self.rows or not self.cols or not self.stream:
+            raise ValueError(f"template {self.name!r}: rows, cols and stream must be non-empty")
+        if set(self.rows) & set(self.cols):
+            raise ValueError(f"template {self.name!r}: a dim cannot be on both rows and cols")
+        if not set(self.rf_split) <= set(self.stream):
+            raise ValueError(
+                f"template {self.name!r}: rf_split {self.rf_split} must be stream dims"
+            )
+        shared = (set(self.rows) | set(self.cols)) & set(self.stream)
+        if not shared <= set(self.rf_split):
+            raise ValueError(
+                f"template {self.name!r}: spatial stream dims {sorted(shared)} must be rf_split"
+            )
+        if len(set(self.stream)) != len(self.stream):
+            raise ValueError(f"template {self.name!r}: repeated stream dim in {self.stream}")
+
+
+_SYSTOLIC_PRELOAD = FoldCycles(rows=2, cols=1, const=-2)  # preload R, skew R - 1, drain C - 1
+_SYSTOLIC_PRELOAD_UTIL = FoldCycles(rows=2, cols=2, const=-3)
+_SYSTOLIC_OUTPUT = FoldCycles(rows=1, cols=1, const=-2)  # output drain overlaps the next fold
+
+TEMPLATES: dict[str, Template] = {
+    "ws": Template(
+        name="ws",
+        description="weight-stationary: B[k,n] held in each PE, A streams across, psums down",
+        rows=("C", "R", "S"),
+        cols=("K",),
+        stream=("N", "P", "Q"),
+        stationary="weight",
+        fold_cycles=_SYSTOLIC_PRELOAD,
+        util_cycles=_SYSTOLIC_PRELOAD_UTIL,
+    ),
+    "os": Template(
+        name="os",
+        description="output-stationary: C[m,n] accumulates in each PE, A and B stream through",
+        rows=("N", "P", "Q"),
+        cols=("K",),
+        stream=("C", "R", "S"),
+        stationary="output",
+        fold_cycles=_SYSTOLIC_OUTPUT,
+        util_cycles=_SYSTOLIC_OUTPUT,
+    ),
+    "is": Template(
+        name="is",
+        description="input-stationary: A[m,k] held in each PE, B streams across, psums down",
+        rows=("C", "R", "S"),
+        cols=("N", "P", "Q"),
+        stream=("K",),
+        stationary="input",
+        fold_cycles=_SYSTOLIC_PRELOAD,
+        util_cycles=_SYSTOLIC_PRELOAD_UTIL,
+    ),
+    "rs": Template(
+        # Eyeriss (Chen et al., ISCA 2016): PE (r, p) convolves filter row r with ifmap row
+        # p·stride + r; filter rows are reused along array rows, ifmap rows along diagonals,
+        # psums ripple up the columns (R − 1 cycles per fold; RF loads overlap the previous
+        # fold). Each PE's register file holds S weights of K'×C' filter rows, an S-wide ifmap
+        # window of C' channels for N' images, and its psum; the in-PE loop slides over Q.
+        # For a GEMM (R = S = Q = 1) this is k chunked by C' into weight-row segments in the RF.
+        name="rs",
+        description="row-stationary (Eyeriss): filter rows in the PE register file, "
+        "ifmap rows reused diagonally, psums accumulated vertically",
+        rows=("C", "R"),
+        cols=("P",),
+        stream=("Q", "N", "K", "C", "S"),
+        stationary="weight",
+        fold_cycles=FoldCycles(rows=1, cols=0, const=-1),
+        util_cycles=FoldCycles(rows=1, cols=0, const=-1),
+        rf_split=("N", "K", "C"),
+        window_reuse=True,
+    ),
+}
+"""The dataflows, by name."""
+
+DataflowName = Literal["ws", "os", "is", "rs"]

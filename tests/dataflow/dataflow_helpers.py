@@ -1,0 +1,23 @@
+"""Helpers shared by the dataflow tests (imported by name: pytest puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from infersim.arch_models.chip import Chip
+from infersim.arch_models.presets import load_chip
+
+GOLDEN = Path(__file__).parent / "golden" / "scalesim_compute.csv"
+
+
+def golden_rows() -> list[dict[str, str]]:
+    """The SCALE-Sim golden rows (comment lines skipped)."""
+    with GOLDEN.open(newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def array_chip(rows: int, cols: int, **changes: Any) -> Chip:
+    """Eyeriss-v1 with another array (int16, one core) and any other dotted-path changes."""
+    return load_chip("eyeriss-v1").with_(**{"array.rows": rows, "array.cols": cols, **changes})

@@ -1,0 +1,135 @@
+"""The mapper: fitting tilings, objectives, best-of-templates, memoization, speed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from dataflow_helpers import array_chip
+
+from infersim.arch_models.presets import load_chip
+from infersim.dataflow import TEMPLATES, analyze, energy, map_op, mapping_cost
+from infersim.dataflow import mapper as mapper_module
+from infersim.errors import InfersimError, UnsupportedDtypeError
+from infersim.workloads.ops import Conv2d, Gemm
+
+INT16 = {"a_dtype": "int16", "b_dtype": "int16", "out_dtype": "int16"}
+
+
+def test_mapping_fits_the_sram_and_matches_the_analyzer() -> None:
+    op = Gemm(m=512, k=512, n=512, **INT16)
+    chip = array_chip(16, 16, **{"sram.capacity_bytes": 64 * 1024})
+    m = map_op(op, chip, "ws")
+    assert m.dataflow == "ws"
+    assert m.fits
+    assert m.sram_bytes <= 64 * 1024
+    assert m.tiles > 1
+    again = analyze(op, chip, TEMPLATES["ws"], m.tiling)
+    assert again.total_cycles == pytest.approx(m.total_cycles)
+    assert again.dram_bytes == pytest.approx(m.dram_bytes)
+
+
+def test_a_whole_op_that_fits_matches_scalesim() -> None:
+    op = Gemm(m=64, k=128, n=256, **INT16)
+    chip = array_chip(32, 32, **{"dram.bandwidth_bytes_per_s": 1e15})
+    m = map_op(op, chip, "ws")
+    assert m.compute_cycles == 5055
+
+
+@pytest.mark.parametrize("objective", ["latency", "energy", "edp"])
+def test_best_is_never_worse_than_any_template(objective: str) -> None:
+    op = Conv2d(
+        in_h=15,
+        in_w=15,
+        kernel_h=3,
+        kernel_w=3,
+        in_channels=64,
+        out_channels=96,
+        dtype="int16",
+        weight_dtype="int16",
+        out_dtype="int16",
+    )
+    chip = load_chip("eyeriss-v1")
+    best = map_op(op, chip, "best", objective)  # type: ignore[arg-type]
+    cost = mapping_cost(best, chip, objective)  # type: ignore[arg-type]
+    for name in TEMPLATES:
+        single = map_op(op, chip, name, objective)  # type: ignore[arg-type]
+        assert cost <= mapping_cost(single, chip, objective) * (1 + 1e-12)  # type: ignore[arg-type]
+
+
+def test_objectives_pick_their_own_optimum() -> None:
+    op = Gemm(m=256, k=512, n=512, **INT16)
+    chip = array_chip(16, 16, **{"sram.capacity_bytes": 32 * 1024})
+    fast = map_op(op, chip, "ws", "latency")
+    frugal = map_op(op, chip, "ws", "energy")
+    assert fast.time_s <= frugal.time_s
+    assert energy(frugal, chip).total_pj <= energy(fast, chip).total_pj
+
+
+def test_top_k_is_sorted_by_cost() -> None:
+    op = Gemm(m=256, k=256, n=256, **INT16)
+    chip = array_chip(16, 16, **{"sram.capacity_bytes": 32 * 1024})
+    ranked = map_op(op, chip, "best", "energy", top_k=5)
+    assert isinstance(ranked, list)
+    assert len(ranked) == 5
+    costs = [mapping_cost(m, chip, "energy") for m in ranked]
+    assert costs == sorted(costs)
+    assert ranked[0].tiling == map_op(op, chip, "best", "energy").tiling
+
+
+def test_memoized_in_a_bounded_cache() -> None:
+    op = Gemm(m=128, k=128, n=128, **INT16)
+    chip = array_chip(16, 16)
+    first = map_op(op, chip, "os")
+    renamed = op.model_copy(update={"name": "other", "count": 7})
+    assert map_op(renamed, chip, "os") is first  # keyed by signature, not name or count
+    assert map_op(op, chip.with_(**{"sram.capacity_bytes": 4096}), "os") is not first
+    cache = mapper_module._LRU(maxsize=2)
+    for i in range(5):
+        cache.put((i,), ())
+    assert len(cache) == 2
+    with pytest.raises(ValueError, match="maxsize"):
+        mapper_module._LRU(maxsize=0)
+
+
+def test_errors() -> None:
+    chip = array_chip(8, 8)
+    op = Gemm(m=8, k=8, n=8, **INT16)
+    with pytest.raises(UnsupportedDtypeError):
+        map_op(Gemm(m=8, k=8, n=8, a_dtype="fp8", b_dtype="fp8"), chip)
+    with pytest.raises(InfersimError, match="unknown dataflow"):
+        map_op(op, chip, "xs")
+    with pytest.raises(InfersimError, match="unknown objective"):
+        map_op(op, chip, "ws", "power")  # type: ignore[arg-type]
+    with pytest.raises(InfersimError, match="top_k"):
+        map_op(op, chip, "ws", "latency", top_k=0)
+    tiny = chip.with_(**{"sram.capacity_bytes": 8})
+    with pytest.raises(InfersimError, match="fits"):
+        map_op(op, tiny, "ws")
+    no_rf = chip.with_(**{"register_file.bytes_per_pe": 0})
+    conv = Conv2d(
+        in_h=8,
+        in_w=8,
+        kernel_h=3,
+        kernel_w=3,
+        in_channels=2,
+        out_channels=2,
+        dtype="int16",
+        weight_dtype="int16",
+        out_dtype="int16",
+    )
+    with pytest.raises(InfersimError, match="register file"):
+        map_op(conv, no_rf, "rs")
+    assert map_op(conv, no_rf, "best").dataflow != "rs"  # RS cannot map it; others can
+
+
+def test_a_1024_cube_gemm_maps_fast_on_128x128() -> None:
+    op = Gemm(m=1024, k=1024, n=1024, a_dtype="int8", b_dtype="int8", out_dtype="int8")
+    chip = load_chip("tpu-v4")
+    assert (chip.array.rows, chip.array.cols) == (128, 128)
+    map_op(Gemm(m=64, k=64, n=64, a_dtype="int8", b_dtype="int8", out_dtype="int8"), chip)
+    start = time.perf_counter()
+    best = map_op(op, chip, "best")
+    elapsed = time.perf_counter() - start
+    assert best.fits
+    assert elapsed < 0.5  # typically ~40 ms; generous for loaded CI machines
