@@ -12,7 +12,7 @@ from typing import Any, Literal
 from infersim import dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError, UnsupportedDtypeError
-from infersim.simulator import analytic
+from infersim.simulator import analytic, roofline
 from infersim.simulator.results import MemoryReport, OpCost, PhaseCost
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
@@ -20,15 +20,18 @@ from infersim.workloads.ops import Collective, HostTransfer, OpBase
 from infersim.workloads.scenario import Precision, Scenario
 from infersim.workloads.techniques import Plan, TechniqueStack, parse
 
-Engine = Literal["roofline"]
-ENGINES: dict[str, Callable[[OpBase, Chip], OpCost]] = {"roofline": analytic.cost}
-"""Engine name → per-op cost function (one contract: op and chip in, OpCost out)."""
+Engine = Literal["roofline", "analytic"]
+ENGINES: dict[str, Callable[[OpBase, Chip, str], OpCost]] = {
+    "roofline": roofline.cost,
+    "analytic": analytic.cost,
+}
+"""Engine name → per-op cost function (one contract: op, chip and dataflow in, OpCost out)."""
 
 EMULATION_ORDER = ("bf16", "fp16", "fp32")
 """Wider classes a chip may emulate an unsupported compute dtype at, in order of preference."""
 
 
-def engine_fn(engine: str) -> Callable[[OpBase, Chip], OpCost]:
+def engine_fn(engine: str) -> Callable[[OpBase, Chip, str], OpCost]:
     """The cost function of ``engine``.
 
     Raises:
@@ -40,7 +43,9 @@ def engine_fn(engine: str) -> Callable[[OpBase, Chip], OpCost]:
         raise InfersimError(f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}") from None
 
 
-def cost_ops(ops: Sequence[OpBase], chip: Chip, engine: str = "roofline") -> list[OpCost]:
+def cost_ops(
+    ops: Sequence[OpBase], chip: Chip, engine: str = "roofline", dataflow: str = "best"
+) -> list[OpCost]:
     """Cost every operator; identical ones (same signature) are costed once."""
     fn = engine_fn(engine)
     memo: dict[tuple[Any, ...], OpCost] = {}
@@ -48,7 +53,7 @@ def cost_ops(ops: Sequence[OpBase], chip: Chip, engine: str = "roofline") -> lis
     for op in ops:
         sig = op.signature()
         if sig not in memo:
-            memo[sig] = fn(op, chip)
+            memo[sig] = fn(op, chip, dataflow)
         out.append(replace(memo[sig], name=op.name, count=op.count))
     return out
 
@@ -79,7 +84,8 @@ def _needs_link(chip: Chip, plan: Plan) -> None:
 
 
 def _step(
-    chip: Chip, plan: Plan, scenario: Scenario, engine: str, decode_tokens: int = 1
+    chip: Chip, plan: Plan, scenario: Scenario, engine: str, dataflow: str = "best",
+    decode_tokens: int = 1,
 ) -> tuple[list[OpCost], MemoryReport, int]:
     """One step on one chip of a (tp × pp) group: its op costs in time order, its memory, and
     the number of chips in the group."""
@@ -95,7 +101,7 @@ def _step(
     options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
     micro_scenario = scenario.model_copy(update={"batch": micro_batch})
     ops = graph.build(stage_model, micro_scenario, options)
-    costs = [replace(c, count=c.count * micro) for c in cost_ops(ops, chip, engine)]
+    costs = [replace(c, count=c.count * micro) for c in cost_ops(ops, chip, engine, dataflow)]
     stage_s = sum(c.total_time_s for c in costs) / micro
     if stages > 1:
         tokens = micro_batch * (scenario.prompt_len if scenario.phase == "prefill" else 1)
@@ -126,21 +132,21 @@ def _step(
 
 
 def _speculative(
-    chip: Chip, plan: Plan, scenario: Scenario, engine: str
+    chip: Chip, plan: Plan, scenario: Scenario, engine: str, dataflow: str
 ) -> tuple[list[OpCost], MemoryReport, int, float]:
     """One draft-and-verify iteration: K draft steps, one target pass over K+1 tokens."""
     spec = plan.speculative
     assert spec is not None
-    verify, memory, chips = _step(chip, plan, scenario, engine, decode_tokens=spec.k + 1)
+    verify, memory, chips = _step(chip, plan, scenario, engine, dataflow, spec.k + 1)
     draft: list[OpCost] = []
     if spec.draft is not None:
         draft_plan = replace(plan, model=spec.draft, speculative=None, pp=1, offload_fraction=0)
-        draft_costs, draft_memory, _ = _step(chip, draft_plan, scenario, engine)
+        draft_costs, draft_memory, _ = _step(chip, draft_plan, scenario, engine, dataflow)
         draft = [replace(c, name=f"draft.{c.name}", count=c.count * spec.k) for c in draft_costs]
         memory = replace(memory, weights_bytes=memory.weights_bytes + draft_memory.weights_bytes,
                          kv_bytes=memory.kv_bytes + draft_memory.kv_bytes)
     elif spec.cost_fraction > 0:
-        target, _, _ = _step(chip, plan, scenario, engine)
+        target, _, _ = _step(chip, plan, scenario, engine, dataflow)
         f = spec.cost_fraction
         t = sum(c.total_time_s for c in target)
         draft = [OpCost(
@@ -157,11 +163,15 @@ def simulate(
     chip: Chip,
     model: ModelConfig,
     scenario: Scenario,
-    engine: str = "roofline",
+    engine: str = "analytic",
     techniques: str | TechniqueStack | None = None,
+    dataflow: str = "best",
 ) -> PhaseCost:
     """Latency, throughput, per-op breakdown and memory footprint of one step, with a
     technique stack applied (``"int4-awq+kv-fp8+flash"``; ``None`` is the baseline).
+
+    ``engine`` is ``analytic`` (GEMMs mapped with ``dataflow``: ws, os, is, rs or best) or
+    ``roofline``.
 
     Raises:
         UnsupportedDtypeError: the chip cannot compute the activation dtype (and the stack
@@ -174,11 +184,13 @@ def simulate(
     scenario = scenario.model_copy(update={"precision": plan.precision})
     tokens_per_seq = 1.0
     if plan.speculative is not None and scenario.phase == "decode":
-        costs, memory, chips, tokens_per_seq = _speculative(chip, plan, scenario, engine)
+        costs, memory, chips, tokens_per_seq = _speculative(
+            chip, plan, scenario, engine, dataflow
+        )
     else:
         if plan.speculative is not None:
             notes.append("speculative decoding does not change a prefill")
-        costs, memory, chips = _step(chip, plan, scenario, engine)
+        costs, memory, chips = _step(chip, plan, scenario, engine, dataflow)
     return PhaseCost(
         chip=chip.name,
         model=plan.model.name,
@@ -224,6 +236,7 @@ def iteration_time(
     engine: str = "roofline",
     decode_tokens: int = 1,
     model: ModelConfig | None = None,
+    dataflow: str = "best",
 ) -> float:
     """Seconds of one serving iteration on ``chip`` under ``plan`` (see
     :func:`infersim.workloads.graph.mixed_step` for the arguments); ``model`` overrides the
@@ -232,7 +245,7 @@ def iteration_time(
     options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
     ops = graph.mixed_step(model or plan.model, prefill_chunks, decode_batch, decode_context,
                            plan.precision, options)
-    seconds = sum(c.total_time_s for c in cost_ops(ops, chip, engine))
+    seconds = sum(c.total_time_s for c in cost_ops(ops, chip, engine, dataflow))
     if plan.offload_fraction > 0 and model is None:
         streamed = graph.weights_bytes(plan.model, plan.precision, options) / options.tp
         transfer = HostTransfer(name="offload.stream",
@@ -242,12 +255,13 @@ def iteration_time(
 
 
 def simulate_ops(
-    chip: Chip, ops: Sequence[OpBase], name: str = "workload", engine: str = "roofline"
+    chip: Chip, ops: Sequence[OpBase], name: str = "workload", engine: str = "analytic",
+    dataflow: str = "best",
 ) -> PhaseCost:
     """Cost a user-defined operator list (one pass; its weights are every op's weight bytes)."""
     if not ops:
         raise InfersimError(f"workload {name!r} has no operators")
-    costs = cost_ops(ops, chip, engine)
+    costs = cost_ops(ops, chip, engine, dataflow)
     memory = MemoryReport(
         weights_bytes=sum(op.weight_bytes * op.count for op in ops),
         kv_bytes=0.0,

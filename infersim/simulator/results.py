@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Bound = Literal["compute", "memory", "vector", "link", "host", "pipeline", "overhead"]
+Bound = Literal[
+    "compute", "memory", "sram", "vector", "link", "host", "pipeline", "overhead"
+]
+"""What set an op's time: the array, DRAM, the shared SRAM feeding the cores, the vector unit,
+the chip or host link, a pipeline bubble, or only the fixed launch overhead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +32,8 @@ class OpCost:
     cycles: float
     energy_pj: float
     link_bytes: float = 0.0
+    dataflow: str = ""
+    utilization: float = 0.0
 
     @property
     def intensity(self) -> float:
@@ -192,6 +198,8 @@ class PhaseCost:
                     "time_s": c.time_s,
                     "bound": c.bound,
                     "intensity": c.intensity if c.dram_bytes else None,
+                    "dataflow": c.dataflow or None,
+                    "utilization": c.utilization,
                     "energy_pj": c.energy_pj,
                 }
                 for c in self.ops

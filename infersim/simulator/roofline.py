@@ -1,5 +1,5 @@
-"""The analytic engine. For now a per-op roofline; the dataflow-aware model replaces it behind
-the same :func:`cost` contract.
+"""The roofline engine: the baseline every other engine is checked against, and the cost of
+the ops the dataflow engine does not map (attention, vector ops, transfers).
 
 Roofline: time = max(array FLOPs / achievable array FLOP/s at the op's dtype,
 vector FLOPs / achievable vector FLOP/s, compulsory DRAM bytes / achievable bandwidth,
@@ -53,8 +53,9 @@ def flash_attention_bytes(op: Attention, chip: Chip) -> float:
     return op.compulsory_bytes + op.kv_bytes * (passes - 1)
 
 
-def cost(op: OpBase, chip: Chip) -> OpCost:
-    """Roofline cost of one repetition of ``op`` on ``chip``.
+def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
+    """Roofline cost of one repetition of ``op`` on ``chip`` (``dataflow`` is ignored: a
+    roofline has no mapping).
 
     Raises:
         UnsupportedDtypeError: the op's matrix work needs a dtype the array cannot compute.

@@ -1,0 +1,109 @@
+"""The analytic engine: GEMMs and convolutions costed from their dataflow mapping; every other
+operator (attention, vector work, transfers) from the roofline.
+
+A chip with a shared SRAM (a GPU's L2, a TPU's CMEM) is costed at two levels, because the cores
+do not fetch from DRAM directly: the cores' tiles are mapped against the shared SRAM (its
+bandwidth feeds them, each core re-fetching what it needs), and the DRAM traffic is that of a
+mapping whose tiles are sized for the shared SRAM itself (one fetch of what all the cores
+share). Time = the larger of the two levels' times. A chip without a shared SRAM maps straight
+from DRAM.
+
+For a mapped op, time = the mapping's time (per SRAM tile the larger of compute and transfer
+cycles, plus the first load and the last store, see :mod:`infersim.dataflow.loopnest`),
+overlapped with the vector work the op carries (dequant, fused epilogue), plus the calibrated
+per-kernel overhead. Energy = the mappings' per-level energy (DRAM bytes at DRAM cost, the
+cores' fetches at shared-SRAM cost) plus the vector work.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from infersim.arch_models.chip import Chip
+from infersim.dataflow import energy, map_op
+from infersim.simulator import roofline
+from infersim.simulator.results import Bound, OpCost
+from infersim.workloads.ops import Conv2d, Gemm, OpBase
+
+_VIEWS: OrderedDict[str, tuple[Chip, Chip]] = OrderedDict()
+_VIEWS_MAX = 64
+
+
+def level_views(chip: Chip) -> tuple[Chip, Chip]:
+    """(cores view, shared-SRAM view) of a chip with a shared SRAM: the cores fed at the shared
+    SRAM's bandwidth from an unbounded backing store, and one virtual core whose SRAM is the
+    shared SRAM, fed from DRAM. Cached per chip (bounded)."""
+    views = _VIEWS.get(chip.key)
+    if views is None:
+        shared = chip.shared_sram
+        assert shared is not None
+        cores_view = chip.with_(**{
+            "dram.bandwidth_bytes_per_s": shared.bandwidth_bytes_per_cycle * chip.freq_hz,
+            "dram.latency_s": 0.0,
+            "dram.capacity_bytes": 1 << 50,
+            "calibration.dram_bandwidth_efficiency": 1.0,
+            "energy.dram_pj_per_byte": chip.energy.shared_sram_pj_per_byte,
+        })
+        shared_view = chip.with_(**{
+            "cores": 1,
+            "sram.capacity_bytes": shared.capacity_bytes,
+            "array.rows": chip.array.rows,
+            "calibration.compute_efficiency": 1.0,
+        })
+        views = (cores_view, shared_view)
+        _VIEWS[chip.key] = views
+        while len(_VIEWS) > _VIEWS_MAX:
+            _VIEWS.popitem(last=False)
+    return views
+
+
+def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
+    """Cost of one repetition of ``op`` on ``chip``; GEMMs and convolutions are mapped with
+    ``dataflow`` (``ws``, ``os``, ``is``, ``rs`` or ``best``) minimizing latency.
+
+    Raises:
+        UnsupportedDtypeError: the op needs a dtype the array cannot compute.
+        InfersimError: no mapping fits the chip, or a transfer without its link.
+    """
+    if not isinstance(op, Gemm | Conv2d):
+        return roofline.cost(op, chip)
+    cal = chip.calibration
+    if chip.shared_sram is None:
+        mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
+        dram_bytes, dram_s, map_s = mapping.dram_bytes, 0.0, mapping.time_s
+        energy_pj = energy(mapping, chip).total_pj
+    else:
+        cores_view, shared_view = level_views(chip)
+        mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
+        outer = map_op(op, shared_view, dataflow="best", objective="energy")
+        dram_bytes = outer.dram_bytes
+        bandwidth = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
+        dram_s = dram_bytes / bandwidth + chip.dram.latency_s
+        map_s = mapping.time_s
+        energy_pj = (energy(mapping, cores_view).total_pj
+                     + dram_bytes * chip.energy.dram_pj_per_byte)
+    vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
+    # The mapping is bound by compute or by what feeds the cores: DRAM, or the shared SRAM.
+    feed: Bound = "memory" if chip.shared_sram is None else "sram"
+    terms: dict[Bound, float] = {
+        "compute" if mapping.bound != "memory" else feed: map_s,
+        "vector": vector_s,
+    }
+    terms["memory"] = max(dram_s, terms.get("memory", 0.0))
+    bound: Bound = max(terms, key=terms.__getitem__)
+    time_s = terms[bound] + cal.kernel_overhead_s
+    return OpCost(
+        name=op.name,
+        kind=op.kind,
+        count=op.count,
+        flops=op.flops,
+        dram_bytes=dram_bytes,
+        compute_s=max(mapping.compute_cycles / chip.freq_hz, vector_s),
+        memory_s=max(dram_s, mapping.dram_cycles / chip.freq_hz),
+        time_s=time_s,
+        bound=bound,
+        cycles=time_s * chip.freq_hz,
+        energy_pj=energy_pj + op.vector_flops * chip.energy.vector_pj_per_flop,
+        dataflow=mapping.dataflow,
+        utilization=mapping.overall_utilization,
+    )
