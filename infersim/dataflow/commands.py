@@ -80,13 +80,7 @@ def map_command(
         if batch < 1:
             raise InfersimError(f"--batch {batch}: must be >= 1")
         op = _op(gemm, conv, dtype, batch)
-        found = map_op(
-            op,
-            the_chip,
-            dataflow=dataflow,
-            objective=objective,  # type: ignore[arg-type]
-            top_k=top_k,
-        )
+        found = map_op(op, the_chip, dataflow, objective, top_k)  # type: ignore[call-overload]
         mappings = found if isinstance(found, list) else [found]
     docs = [mapping_document(m, the_chip.name, energy(m, the_chip).to_dict()) for m in mappings]
     if as_json:

@@ -203,10 +203,10 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
     else:
         d, kvh = m.head_size, _shard(m.kv_heads, tp)
         qkv_out = (heads + 2 * kvh) * d
-        rope = Epilogue(
+        rope_epilogue = Epilogue(
             name="rope", flops_per_output=ROPE_FLOPS_PER_ELEMENT * (heads + kvh) / (heads + 2 * kvh)
         )
-        ops.append(s.gemm("attn.qkv", h, qkv_out, layers, epilogue=rope))
+        ops.append(s.gemm("attn.qkv", h, qkv_out, layers, epilogue=rope_epilogue))
         if not s.fuse:
             ops.append(
                 s.vector("attn.rope", t * (heads + kvh) * d, 1, ROPE_FLOPS_PER_ELEMENT, layers)
