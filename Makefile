@@ -3,16 +3,25 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+CORE   := $(VENV)/.installed-core
 
 .PHONY: demo test lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	@touch $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,dist,validate]'
+	@touch $(STAMP) $(CORE)
 
-demo: $(STAMP)
+$(CORE): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $(CORE)
+
+# The main job needs only the core dependencies; the tests also need torch, triton, ray,
+# scalesim and kaleido (the dev, dist and validate extras).
+demo: $(CORE)
 	$(BIN)/infersim demo
+	$(BIN)/infersim report
 
 test: $(STAMP)
 	$(BIN)/ruff check infersim tests benchmarks

@@ -1,0 +1,238 @@
+"""The explorer's CLI commands: ``sweep``, ``report`` and ``pareto``.
+
+``infersim.cli`` calls :func:`register` to add them to the app. Bad input exits with code 2 and
+one message (``user_errors``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from infersim.cli_common import console, err_console, print_json, user_errors
+from infersim.errors import ConfigError
+
+
+class ExecutorChoice(StrEnum):
+    """Where points are evaluated."""
+
+    local = "local"
+    ray = "ray"
+
+
+ExecutorOpt = Annotated[
+    ExecutorChoice, typer.Option(help="local: a process pool; ray: Ray tasks (pip install "
+                                      "'infersim[dist]')")
+]
+WorkersOpt = Annotated[
+    int | None, typer.Option(min=1, help="Worker processes (default: every CPU; small sweeps "
+                                         "run in this process)")
+]
+AddressOpt = Annotated[
+    str | None, typer.Option(help="Ray cluster to join: auto or HOST:PORT (default: start a "
+                                  "local Ray)")
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")]
+
+
+def _executor(kind: ExecutorChoice, workers: int | None, address: str | None) -> Any:
+    from infersim.explorer.executors import make_executor
+
+    if kind == ExecutorChoice.local and workers is None and address is None:
+        return None  # run_sweep picks in-process or a pool by the sweep's size
+    return make_executor(kind.value, workers, address)
+
+
+def _is_results(path: Path) -> bool:
+    from infersim.explorer.store import SHARDS
+
+    return (path / SHARDS).is_dir()
+
+
+def _run(spec_path: Path | None, out: Path, executor: Any, resume: bool, quiet: bool,
+         chunk_size: int | None = None) -> Any:
+    from infersim.explorer.defaults import default_spec
+    from infersim.explorer.spec import load_spec
+    from infersim.explorer.sweep import run_sweep
+
+    spec = default_spec() if spec_path is None else load_spec(spec_path)
+    return run_sweep(spec, out, executor=executor, resume=resume, chunk_size=chunk_size,
+                     progress=not quiet, console=err_console)
+
+
+def _summary_line(summary: Any) -> str:
+    errors = f", {summary.errors:,} could not run" if summary.errors else ""
+    return (
+        f"{summary.points:,} points: {summary.evaluated:,} evaluated, {summary.skipped:,} "
+        f"already stored{errors} in {summary.elapsed_s:.1f} s "
+        f"({summary.points_per_min:,.0f} points/min) → {summary.directory}"
+    )
+
+
+def sweep(
+    spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML)", metavar="SPEC.yaml",
+                                         show_default=False)],
+    out: Annotated[Path, typer.Option("--out", help="Results folder (Parquet shards)")],
+    executor: ExecutorOpt = ExecutorChoice.local,
+    workers: WorkersOpt = None,
+    address: AddressOpt = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Evaluate only the points the folder lacks")
+    ] = False,
+    chunk_size: Annotated[
+        int | None, typer.Option(min=1, help="Points per task (default: sized to the workers)")
+    ] = None,
+    csv: Annotated[Path | None, typer.Option("--csv", help="Also export every row to CSV")] = None,
+    quiet: QuietOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
+) -> None:
+    """Evaluate every point of a sweep spec into a results folder (resumable)."""
+    with user_errors():
+        summary = _run(spec, out, _executor(executor, workers, address), resume, quiet,
+                       chunk_size)
+        rows = None
+        if csv is not None:
+            from infersim.explorer.store import export_csv
+
+            rows = export_csv(out, csv)
+    if as_json:
+        print_json({
+            "directory": str(summary.directory), "points": summary.points,
+            "evaluated": summary.evaluated, "skipped": summary.skipped,
+            "errors": summary.errors, "elapsed_s": summary.elapsed_s,
+            "points_per_min": summary.points_per_min, "csv": str(csv) if csv else None,
+        })
+        return
+    console.print(_summary_line(summary), markup=False, highlight=False)
+    if csv is not None:
+        console.print(f"{rows:,} rows → {csv}", markup=False, highlight=False)
+
+
+def report(
+    source: Annotated[
+        Path | None,
+        typer.Argument(help="A results folder, or a sweep spec to run first; none: the "
+                            "packaged default sweep", metavar="SOURCE",
+                       show_default=False),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="The HTML report")] = Path(
+        "infersim-report.html"
+    ),
+    static: Annotated[
+        Path | None, typer.Option("--static", help="Also write each figure as PNG and SVG here")
+    ] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option(help="Where a spec's sweep goes (kept; rerunning reuses it). Default: a "
+                          "temporary folder"),
+    ] = None,
+    executor: ExecutorOpt = ExecutorChoice.local,
+    workers: WorkersOpt = None,
+    address: AddressOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write a self-contained HTML design report (runs the sweep first when given a spec)."""
+    from infersim.explorer.report import write_report
+
+    with user_errors(), tempfile.TemporaryDirectory(prefix="infersim-sweep-") as tmp:
+        if source is not None and source.is_dir():
+            if not _is_results(source):
+                raise ConfigError(f"{source}: not a results folder (run infersim sweep first)")
+            folder, label = source, None
+        else:
+            if source is not None and not source.is_file():
+                raise ConfigError(f"{source}: no such spec file or results folder")
+            folder = results or Path(tmp) / "results"
+            label = None if results else "a temporary folder (pass --results DIR to keep them)"
+            resume = _is_results(folder)
+            summary = _run(source, folder, _executor(executor, workers, address), resume, quiet)
+            err_console.print(_summary_line(summary), markup=False, highlight=False)
+        result = write_report(folder, out, static, label)
+    for image in result.images:
+        err_console.print(f"figure → {image}", markup=False, highlight=False)
+    console.print(str(result.path), markup=False, highlight=False, soft_wrap=True)
+
+
+def pareto(
+    results: Annotated[Path, typer.Argument(help="Results folder", metavar="RESULTS_DIR",
+                                            show_default=False)],
+    objectives: Annotated[
+        str | None,
+        typer.Option(help="METRIC:min|max,... e.g. tokens_per_s:max,area_mm2:min (default: the "
+                          "spec's objectives)"),
+    ] = None,
+    by: Annotated[
+        str, typer.Option(help="Rank within groups of this column ('' = all rows together)")
+    ] = "workload",
+    include_infeasible: Annotated[
+        bool, typer.Option("--all", help="Also rank points that break a constraint")
+    ] = False,
+    top: Annotated[int, typer.Option(min=1, help="Front rows shown per group")] = 15,
+    csv: Annotated[
+        Path | None, typer.Option("--csv", help="Write every ranked row (pareto_rank) to CSV")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the fronts as JSON")] = False,
+) -> None:
+    """Print the Pareto front of a results folder over 1-3 objectives."""
+    from infersim.explorer.pareto import front as front_rows
+    from infersim.explorer.pareto import pareto as rank
+    from infersim.explorer.pareto import parse_objectives
+    from infersim.explorer.report.data import ReportData
+
+    with user_errors():
+        data = ReportData.load(results)
+        objs = parse_objectives(objectives) if objectives else data.objectives
+        if not 1 <= len(objs) <= 3:
+            raise ConfigError(f"give 1 to 3 objectives, got {len(objs)}")
+        df = data.ok
+        if not include_infeasible and "feasible" in df:
+            df = df[df["feasible"].fillna(False).astype(bool)]
+        if df.empty:
+            raise ConfigError(f"{results}: no point to rank (every one failed or broke a "
+                              "constraint; --all ranks those too)")
+        group = by or None
+        if csv is not None:
+            rank(df, objs, group).to_csv(csv, index=False)
+        best = front_rows(df, objs, group)
+    ident = [c for c in ("workload", "chip", "design", "technique", "dataflow", "engine")
+             if c in best and best[c].notna().any()]
+    metrics = [o.metric for o in objs]
+    if as_json:
+        print_json([
+            {k: _plain(v) for k, v in row.items()}
+            for row in best[["key", *ident, *metrics]].to_dict("records")
+        ])
+        return
+    groups = best.groupby(group, sort=False) if group else [("all points", best)]
+    for name, part in groups:
+        table = Table(title=f"Pareto front — {name} ({len(part)} of "
+                            f"{int((df[group] == name).sum()) if group else len(df)} points)")
+        shown = [c for c in ident if c != group]
+        for col in [*shown, *(str(o) for o in objs)]:
+            table.add_column(col, justify="left" if col in shown else "right")
+        for _, row in part.head(top).iterrows():
+            table.add_row(*(str(row[c]) if row[c] is not None else "" for c in shown),
+                          *(f"{row[m]:.4g}" for m in metrics))
+        console.print(table)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep``, ``report`` and ``pareto`` to ``app``."""
+    app.command(name="sweep")(sweep)
+    app.command(name="report")(report)
+    app.command(name="pareto")(pareto)
+
+
+__all__ = ["register"]

@@ -1,0 +1,199 @@
+"""Per-sweep tables a report needs besides the point rows, computed at sweep time.
+
+- ``dataflow``: each base chip × model workload mapped with every dataflow (WS, OS, IS, RS) by
+  :func:`infersim.dataflow.mapper.map_op`: cycles, and energy and traffic by memory level, summed
+  over the workload's systolic-array operators. Present when the dataflow package is.
+- ``serving``: per-request latencies of the spec's serving runs (one per base chip × model).
+- ``timeline``: the event engine's spans of one step per base chip, when the spec runs it.
+
+A new table is one function here and one entry in :data:`EXTRAS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from infersim.errors import InfersimError
+from infersim.explorer.evaluate import Context
+from infersim.explorer.executors import Executor
+from infersim.workloads import graph
+
+DATAFLOW_NAMES: tuple[str, ...] = ("ws", "os", "is", "rs")
+
+
+def _dataflow_rows(
+    ctx: Context, item: tuple[int, int]
+) -> tuple[tuple[int, int], list[dict[str, Any]]]:
+    """``item`` = (chip entry, workload index) and its rows, one per dataflow."""
+    from infersim.dataflow.energy import energy
+    from infersim.dataflow.mapper import map_op
+
+    entry, index = item
+    space = ctx.space
+    chip, case = space.bases[entry], space.cases[index]
+    assert case.model is not None and case.scenario is not None
+    ops = [op for op in graph.build(case.model, case.scenario) if op.kind in ("gemm", "conv2d")]
+    rows = []
+    for dataflow in DATAFLOW_NAMES:
+        row: dict[str, Any] = {
+            "chip": space.names[entry], "workload": case.label, "dataflow": dataflow,
+            "ops_mapped": 0, "ops_unmapped": 0, "total_cycles": 0.0, "compute_cycles": 0.0,
+            "time_s": 0.0,
+        }
+        for op in ops:
+            try:
+                mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
+                breakdown = energy(mapping, chip)
+            except InfersimError:
+                row["ops_unmapped"] += 1
+                continue
+            row["ops_mapped"] += 1
+            row["total_cycles"] += mapping.total_cycles * op.count
+            row["compute_cycles"] += mapping.compute_cycles * op.count
+            row["time_s"] += mapping.time_s * op.count
+            for level, pj in breakdown.by_level.items():
+                key = f"energy_{level}_pj"
+                row[key] = row.get(key, 0.0) + pj * op.count
+            for level in mapping.traffic:
+                key = f"traffic_{level}_bytes"
+                row[key] = row.get(key, 0.0) + mapping.level_bytes(level) * op.count
+        rows.append(row)
+    return item, rows
+
+
+def dataflow_table(ctx: Context, executor: Executor) -> pa.Table | None:
+    """Cycles (core clock), energy (pJ) and traffic (bytes) by level per base chip, model
+    workload and dataflow, mapped in parallel on ``executor``; None when
+    :mod:`infersim.dataflow.mapper` is not available."""
+    try:
+        import infersim.dataflow.energy
+        import infersim.dataflow.mapper  # noqa: F401
+    except ImportError:
+        return None
+    space = ctx.space
+    items = [(entry, index) for entry in range(len(space.bases))
+             for index, case in enumerate(space.cases) if case.model is not None]
+    order = {item: n for n, item in enumerate(items)}
+    parts: dict[int, list[dict[str, Any]]] = {}
+    for item, rows in executor.map(ctx, _dataflow_rows, items):
+        parts[order[tuple(item)]] = rows
+    rows = [r for n in sorted(parts) for r in parts[n]]
+    if not rows:
+        return None
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    return pa.table({c: [r.get(c) for r in rows] for c in columns})
+
+
+def _serving_rows(
+    ctx: Context, item: tuple[int, int]
+) -> tuple[tuple[int, int], list[dict[str, Any]]]:
+    """``item`` = (chip entry, workload index): one row per request and latency metric."""
+    from infersim.simulator.serving import ServingConfig, simulate_serving
+
+    runs = ctx.spec.serving
+    assert runs is not None
+    entry, index = item
+    space = ctx.space
+    model = space.cases[index].model
+    assert model is not None
+    config = ServingConfig.model_validate(runs.config)
+    try:
+        result = simulate_serving(space.bases[entry], model, config, techniques=runs.technique,
+                                  engine=runs.engine)
+    except InfersimError:
+        return item, []  # e.g. no room for the KV cache on this chip: no curve
+    label = f"{space.names[entry]} · {model.name}"
+    rows = []
+    for metric in SERVING_METRICS:
+        for value in result.requests[metric].dropna().tolist():
+            rows.append({"label": label, "chip": space.names[entry], "model": model.name,
+                         "metric": metric, "value_s": float(value)})
+    return item, rows
+
+
+SERVING_METRICS = ("ttft_s", "tpot_s", "e2e_s")
+"""Per-request latencies the serving table keeps (seconds)."""
+
+
+def serving_table(ctx: Context, executor: Executor) -> pa.Table | None:
+    """Per-request TTFT, TPOT and end-to-end latency (s) of the spec's serving runs, one run
+    per base chip × model; None when the spec asks for none."""
+    if ctx.spec.serving is None:
+        return None
+    space = ctx.space
+    firsts: dict[str, int] = {}
+    for index, case in enumerate(space.cases):
+        if case.model is not None:
+            firsts.setdefault(case.model.name, index)
+    items = [(entry, index) for entry in range(len(space.bases)) for index in firsts.values()]
+    order = {item: n for n, item in enumerate(items)}
+    parts = dict(sorted((order[tuple(i)], rows) for i, rows in
+                        executor.map(ctx, _serving_rows, items)))
+    rows = [r for n in sorted(parts) for r in parts[n]]
+    if not rows:
+        return None
+    return pa.table({c: [r[c] for r in rows] for c in rows[0]})
+
+
+MAX_SPANS = 3000
+"""Timeline spans kept per base chip (one repetition of each operator of the step)."""
+
+
+def _timeline_rows(
+    ctx: Context, item: tuple[int, int]
+) -> tuple[tuple[int, int], list[dict[str, Any]]]:
+    """``item`` = (chip entry, workload index): the event engine's spans of one step."""
+    from infersim.simulator import events
+    from infersim.simulator.inference import step_ops
+
+    entry, index = item
+    space = ctx.space
+    chip, case = space.bases[entry], space.cases[index]
+    assert case.model is not None and case.scenario is not None
+    technique = ctx.spec.techniques[0]
+    dataflow = ctx.spec.dataflows[0] if ctx.spec.dataflows else "best"
+    try:
+        ops = step_ops(chip, case.model, case.scenario, technique)
+        timeline = events.trace_ops(ops, chip, dataflow)
+    except InfersimError:
+        return item, []
+    return item, [
+        {"chip": space.names[entry], "workload": case.label, "resource": s.resource,
+         "start_s": s.start_cycles / timeline.freq_hz, "end_s": s.end_cycles / timeline.freq_hz,
+         "label": s.label}
+        for s in timeline.spans[:MAX_SPANS]
+    ]
+
+
+def timeline_table(ctx: Context, executor: Executor) -> pa.Table | None:
+    """Event-engine timelines (resource, start and end in s, label) of one step per base chip,
+    on the first model workload with the first technique and dataflow; None unless the spec
+    runs the ``events`` engine (and this build has its tracer)."""
+    try:
+        from infersim.simulator import events
+        from infersim.simulator.inference import step_ops  # noqa: F401
+    except ImportError:
+        return None
+    if "events" not in ctx.spec.engines or not hasattr(events, "trace_ops"):
+        return None
+    space = ctx.space
+    first = next((i for i, c in enumerate(space.cases) if c.model is not None), None)
+    if first is None:
+        return None
+    items = [(entry, first) for entry in range(len(space.bases))]
+    parts = dict(executor.map(ctx, _timeline_rows, items))
+    rows = [r for item in items for r in parts.get(item, [])]
+    if not rows:
+        return None
+    return pa.table({c: [r[c] for r in rows] for c in rows[0]})
+
+
+EXTRAS: dict[str, Callable[[Context, Executor], pa.Table | None]] = {
+    "dataflow": dataflow_table,
+    "serving": serving_table,
+    "timeline": timeline_table,
+}
+"""Extra table name → the function that computes it (None: nothing to store)."""

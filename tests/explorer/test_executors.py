@@ -1,0 +1,65 @@
+"""Executors: a process pool and Ray give the same rows as evaluating in this process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from infersim.errors import ConfigError
+from infersim.explorer.executors import LocalExecutor, make_executor
+from infersim.explorer.spec import parse_spec
+from infersim.explorer.store import load_results
+from infersim.explorer.sweep import run_sweep
+
+SPEC = {
+    "name": "executors",
+    "chips": ["h100-sxm", {"chip": "tpu-v4", "axes": {"cores": [1, 2, 4, 8],
+                                                     "freq_hz": [0.9e9, 1.05e9, 1.3e9]}}],
+    "workloads": [{"model": "tiny-test", "phase": ["decode", "prefill"], "batch": [1, 4]}],
+    "techniques": ["baseline", "int8-weight"],
+    "constraints": ["area_mm2 <= 250"],
+}
+
+
+def _rows(folder: Path) -> pd.DataFrame:
+    df = load_results(folder, with_ops=True)
+    df["ops"] = df["ops"].map(lambda ops: json.dumps([dict(o) for o in ops]))
+    return df.sort_values("key").reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def inline_rows(tmp_path_factory) -> pd.DataFrame:
+    out = tmp_path_factory.mktemp("inline")
+    run_sweep(parse_spec(SPEC), out, executor=LocalExecutor(1), progress=False)
+    return _rows(out)
+
+
+def test_process_pool_matches_in_process(inline_rows, tmp_path: Path):
+    summary = run_sweep(parse_spec(SPEC), tmp_path, executor=LocalExecutor(2), chunk_size=7,
+                        progress=False)
+    assert summary.evaluated == len(inline_rows) == 13 * 4 * 2
+    pd.testing.assert_frame_equal(_rows(tmp_path), inline_rows, check_exact=True)
+
+
+def test_ray_matches_local(inline_rows, tmp_path: Path, monkeypatch):
+    ray = pytest.importorskip("ray")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    executor = make_executor("ray", workers=2)
+    try:
+        run_sweep(parse_spec(SPEC), tmp_path, executor=executor, chunk_size=9, progress=False)
+    finally:
+        executor.close()
+    assert not ray.is_initialized()
+    pd.testing.assert_frame_equal(_rows(tmp_path), inline_rows, check_exact=True)
+
+
+def test_executor_arguments_are_checked():
+    with pytest.raises(ConfigError, match="workers = 0"):
+        LocalExecutor(0)
+    with pytest.raises(ConfigError, match="unknown executor 'dask'"):
+        make_executor("dask")
+    with pytest.raises(ConfigError, match="--address is for the ray executor"):
+        make_executor("local", address="auto")

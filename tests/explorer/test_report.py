@@ -1,0 +1,164 @@
+"""Reports: every figure from stored results (no re-simulation), captions, escaping, figures
+that appear only when their data exists, and static export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from infersim.explorer.executors import LocalExecutor
+from infersim.explorer.report import build_figures, write_report
+from infersim.explorer.report.data import ReportData
+from infersim.explorer.report.figures import (
+    calibration_scatter,
+    event_timeline,
+    serving_cdfs,
+    technique_waterfall,
+)
+from infersim.explorer.report.static import chromium_path, export_static
+from infersim.explorer.spec import parse_spec
+from infersim.explorer.store import ResultStore
+from infersim.explorer.sweep import run_sweep
+
+EVIL = "<script>alert('x')</script>"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    doc = {
+        "name": f"sweep {EVIL}",
+        "chips": ["h100-sxm", {"chip": "tpu-v4", "label": f"tpu {EVIL}",
+                               "axes": {"array.rows,array.cols": [64, 128]}}],
+        "workloads": [{"model": "tiny-test", "label": f"tiny {EVIL}",
+                       "phase": ["decode", "prefill"]}],
+        "techniques": ["baseline", "int8-weight", "int8-weight+kv-int8"],
+        "constraints": ["area_mm2 <= 300"],
+    }
+    out = tmp_path_factory.mktemp("results")
+    run_sweep(parse_spec(doc), out, executor=LocalExecutor(1), progress=False)
+    return out
+
+
+def test_report_has_every_figure_with_a_caption(results: Path, tmp_path: Path, monkeypatch):
+    from infersim.simulator import inference
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("a report must read results, not simulate")
+
+    monkeypatch.setattr(inference, "simulate", no_simulation)
+    monkeypatch.setattr(inference, "cost_ops", no_simulation)
+    result = write_report(results, tmp_path / "report.html")
+    text = result.path.read_text()
+    ids = [f.id for f in result.figures]
+    assert len(ids) == len(set(ids))
+    assert {"pareto", "op-breakdown", "technique-waterfall"} <= set(ids)
+    assert sum(i.startswith("roofline-") for i in ids) == 2
+    for fig in result.figures:
+        assert f'id="{fig.id}"' in text and fig.caption in text
+        assert fig.caption.count(".") <= 1  # one line, one sentence
+    assert "<script src=" not in text and "Plotly.newPlot" in text
+    assert len(text) > 3_000_000  # plotly.js inlined
+
+
+def test_user_names_are_escaped(results: Path, tmp_path: Path):
+    text = write_report(results, tmp_path / "report.html").path.read_text()
+    assert EVIL not in text
+    assert "alert(&#x27;x&#x27;)" in text or "alert(&#39;x&#39;)" in text
+
+
+def test_figures_wait_for_their_data(results: Path):
+    data = ReportData.load(results)
+    assert event_timeline(data) == [] and serving_cdfs(data) == []
+    assert calibration_scatter(data) == []
+    data.extras["serving"] = pd.DataFrame({
+        "label": ["a"] * 3 + ["b"] * 3, "metric": ["ttft_s"] * 6,
+        "value_s": [0.1, 0.2, 0.3, 0.2, 0.4, 0.5]})
+    data.extras["calibration"] = pd.DataFrame({
+        "kernel": ["mm", "attn"], "predicted_s": [1e-3, 2e-4], "measured_s": [1.1e-3, 2.5e-4]})
+    data.extras["timeline"] = pd.DataFrame({
+        "chip": ["h100-sxm"] * 2, "workload": ["w"] * 2, "resource": ["compute:core 0", "hbm"],
+        "start_s": [0.0, 0.0], "end_s": [1e-6, 2e-6], "label": ["tile 0", "load 1"]})
+    for make in (serving_cdfs, calibration_scatter, event_timeline):
+        figs = make(data)
+        assert len(figs) == 1 and figs[0].figure.data
+    ids = {f.id for f in build_figures(data)}
+    assert {"serving-cdf", "calibration", "event-timeline-0-h100-sxm"} <= ids
+
+
+def test_waterfall_follows_the_spec_order(results: Path):
+    data = ReportData.load(results)
+    (fig,) = technique_waterfall(data)
+    trace = fig.figure.data[0]
+    assert list(trace.x) == ["baseline", "int8-weight", "int8-weight+kv-int8", "final"]
+    assert list(trace.measure) == ["absolute", "relative", "relative", "total"]
+    data.rows = data.rows[data.rows["technique"] == "baseline"]
+    assert technique_waterfall(data) == []
+
+
+def test_extras_are_read_from_the_results_folder(results: Path, tmp_path: Path):
+    copy = tmp_path / "copy"
+    import shutil
+
+    shutil.copytree(results, copy)
+    with ResultStore(copy) as store:
+        store.write_extra("calibration", pa.table({
+            "kernel": ["mm"], "predicted_s": [1e-3], "measured_s": [1.2e-3]}))
+    ids = [f.id for f in write_report(copy, tmp_path / "r.html").figures]
+    assert "calibration" in ids
+
+
+@pytest.mark.skipif(chromium_path() is None, reason="needs Chromium for kaleido")
+def test_static_export_writes_png_and_svg(results: Path, tmp_path: Path):
+    pytest.importorskip("kaleido")
+    figs = [f for f in build_figures(ReportData.load(results)) if f.id == "pareto"]
+    paths = export_static(figs, tmp_path / "static")
+    assert sorted(p.name for p in paths) == ["pareto.png", "pareto.svg"]
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in paths[1].read_text()[:500]
+
+
+def test_dataflow_figures(tmp_path: Path):
+    from infersim.explorer.spec import dataflow_engines
+
+    if not dataflow_engines():
+        pytest.skip("no engine maps dataflows in this build")
+    doc = {"chips": ["tpu-v4"], "workloads": [{"model": "tiny-test", "phase": "prefill",
+                                               "prompt_len": 64}],
+           "engines": ["analytic"], "dataflows": ["ws", "os", "is", "rs"]}
+    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1), progress=False)
+    figs = {f.id: f for f in build_figures(ReportData.load(tmp_path / "r"))}
+    assert "dataflow-sweep" in figs and "dataflow-0-tpu-v4" in figs
+    names = {t.name for t in figs["dataflow-0-tpu-v4"].figure.data}
+    assert {"WS", "OS", "IS", "RS", "dram", "sram", "mac"} <= names
+
+
+def test_serving_runs_feed_the_latency_cdfs(tmp_path: Path):
+    doc = {"chips": ["h100-sxm", "tpu-v4", "edge-npu"], "workloads": [{"model": "llama-3-8b"}],
+           "serving": {"technique": "int8-weight", "config": {"workload": {
+               "arrivals": {"kind": "poisson", "rate_per_s": 5}, "requests": 40}}}}
+    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1), progress=False)
+    data = ReportData.load(tmp_path / "r")
+    table = data.extras["serving"]
+    assert set(table["metric"]) == {"ttft_s", "tpot_s", "e2e_s"}
+    # 8 GB of LPDDR holds no KV cache next to 8 GB of int8 weights: no curve for the edge NPU
+    assert set(table["label"]) == {"h100-sxm · llama-3-8b", "tpu-v4 · llama-3-8b"}
+    assert (table.groupby(["label", "metric"]).size() == 40).all()
+    assert [f.id for f in serving_cdfs(data)] == ["serving-cdf"]
+
+
+def test_event_engine_sweeps_record_a_timeline(tmp_path: Path):
+    from infersim.simulator.inference import ENGINES
+
+    if "events" not in ENGINES:
+        pytest.skip("no event engine in this build")
+    doc = {"chips": ["tpu-v4"], "workloads": [{"model": "tiny-test", "phase": "prefill",
+                                               "prompt_len": 64}],
+           "engines": ["roofline", "events"]}
+    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1), progress=False)
+    data = ReportData.load(tmp_path / "r")
+    spans = data.extras["timeline"]
+    assert len(spans) > 3 and (spans["end_s"] >= spans["start_s"]).all()
+    assert [f.id for f in event_timeline(data)] == ["event-timeline-0-tpu-v4"]
