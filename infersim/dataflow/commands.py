@@ -8,13 +8,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from infersim.arch_models import load_chip
+from infersim.arch_models import Chip, load_chip
 from infersim.cli_common import console, print_json, user_errors
 from infersim.dataflow.energy import energy
 from infersim.dataflow.loopnest import LEVELS, Mapping
 from infersim.dataflow.mapper import map_op
 from infersim.dataflow.scalesim_io import (
     REPORT_COLUMNS,
+    ScaleSimConfig,
     read_config,
     read_topology,
     scalesim_report,
@@ -63,6 +64,44 @@ def mapping_document(mapping: Mapping, chip_name: str, energy_pj: dict[str, Any]
     return {"chip": chip_name, **mapping.to_dict(), "energy_pj": energy_pj}
 
 
+ENGINES = ("analytic", "events")
+"""Engines ``infersim map`` runs a mapping with."""
+
+
+def events_document(op: Gemm | Conv2d, chip: Chip, mapping: Mapping) -> dict[str, Any]:
+    """The event engine's run of ``mapping`` (cores fed straight from DRAM): total cycles,
+    time, stalls (cycles, means over the cores used), waves and what was simulated."""
+    from infersim.simulator.events import simulate_mapping  # the CLI reaches the simulator
+
+    cycles, timeline = simulate_mapping(op, chip, mapping)
+    st = timeline.stats
+    return {
+        "total_cycles": cycles,
+        "time_s": cycles / chip.freq_hz,
+        "first_load_cycles": st.first_load_cycles,
+        "compute_stall_cycles": st.compute_stall_cycles,
+        "dma_stall_cycles": st.dma_stall_cycles,
+        "waves": st.waves,
+        "cores_used": st.cores_used,
+        "core_groups": st.core_groups,
+        "tiles": st.tiles,
+        "blocks": st.blocks,
+        "events": st.events,
+    }
+
+
+def _events_rows(ev: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        ("events: total cycles", f"{ev['total_cycles']:,.0f} ({fmt_time(ev['time_s'])})"),
+        ("events: stalls (compute / DMA)",
+         f"{ev['compute_stall_cycles']:,.0f} / {ev['dma_stall_cycles']:,.0f} cycles"),
+        ("events: waves, core groups",
+         f"{ev['waves']} waves on {ev['cores_used']} cores, {ev['core_groups']} groups"),
+        ("events: simulated", f"{ev['blocks']:,} blocks of {ev['tiles']:,} tiles, "
+                              f"{ev['events']:,} events"),
+    ]
+
+
 def map_command(
     chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
     gemm: Annotated[str | None, typer.Option(help="GEMM M,K,N (C[M,N] = A[M,K]·B[K,N])")] = None,
@@ -72,10 +111,15 @@ def map_command(
     dataflow: Annotated[str, typer.Option(help="ws, os, is, rs or best")] = "best",
     objective: Annotated[str, typer.Option(help="latency, energy or edp")] = "latency",
     top_k: Annotated[int, typer.Option(help="Also list the next-best mappings")] = 1,
+    engine: Annotated[
+        str, typer.Option(help="analytic, or events: also run the best mapping tile by tile")
+    ] = "analytic",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Map one GEMM or convolution onto a chip's array: loop nest, traffic, cycles, energy."""
     with user_errors():
+        if engine not in ENGINES:
+            raise InfersimError(f"--engine {engine!r}: allowed: {', '.join(ENGINES)}")
         the_chip = load_chip(chip)
         if batch < 1:
             raise InfersimError(f"--batch {batch}: must be >= 1")
@@ -83,6 +127,8 @@ def map_command(
         found = map_op(op, the_chip, dataflow, objective, top_k)  # type: ignore[call-overload]
         mappings = found if isinstance(found, list) else [found]
     docs = [mapping_document(m, the_chip.name, energy(m, the_chip).to_dict()) for m in mappings]
+    if engine == "events":
+        docs[0]["events"] = events_document(op, the_chip, mappings[0])
     if as_json:
         print_json(docs[0] if top_k == 1 else docs)
         return
@@ -110,6 +156,7 @@ def map_command(
         ),
         ("DRAM traffic", fmt_bytes(best.dram_bytes)),
         ("energy", f"{doc['energy_pj']['total_pj'] / 1e6:,.3f} µJ"),
+        *(_events_rows(doc["events"]) if "events" in doc else ()),
     ):
         table.add_row(label, value)
     console.print(table)
@@ -132,6 +179,22 @@ def map_command(
         )
 
 
+EVENT_COLUMNS = ("Event Total Cycles", "Event Stall Cycles")
+"""Columns ``infersim scalesim`` adds for USER configs: SCALE-Sim's memory system replayed by
+the event engine (:mod:`infersim.simulator.events_scalesim`); None for a layer too large."""
+
+
+def event_columns(cfg: ScaleSimConfig, op: Gemm | Conv2d) -> dict[str, int | None]:
+    """Total and stall cycles of ``op`` with SCALE-Sim's bandwidth setting, from the replay."""
+    from infersim.simulator.events_scalesim import simulate_layer  # the CLI reaches the simulator
+
+    try:
+        res = simulate_layer(cfg, op)
+    except InfersimError:
+        return dict.fromkeys(EVENT_COLUMNS)
+    return {"Event Total Cycles": res.total_cycles, "Event Stall Cycles": res.stall_cycles}
+
+
 def scalesim_command(
     config: Annotated[Path, typer.Option(help="SCALE-Sim config (.cfg INI)")],
     topology: Annotated[Path, typer.Option(help="SCALE-Sim topology CSV")],
@@ -146,11 +209,15 @@ def scalesim_command(
         cfg = read_config(config)
         ops = read_topology(topology, dtype, gemm=True if gemm else None)  # type: ignore[arg-type]
         rows = scalesim_report(cfg, ops)
+        if cfg.interface_bandwidth == "USER":
+            for row, op in zip(rows, ops, strict=True):
+                row.update(event_columns(cfg, op))
     if as_json:
         print_json(rows)
         return
     table = Table(title=f"{topology.name} on {config.name} ({cfg.dataflow})")
-    columns = [c for c in rows[0] if c in REPORT_COLUMNS or c == "Layer"] if rows else []
+    shown = (*REPORT_COLUMNS, *EVENT_COLUMNS, "Layer")
+    columns = [c for c in rows[0] if c in shown] if rows else []
     for col in columns:
         table.add_column(col, justify="right")
     for row in rows:
@@ -158,6 +225,12 @@ def scalesim_command(
             *(f"{row[c]:,.2f}" if isinstance(row[c], float) else str(row[c]) for c in columns)
         )
     console.print(table)
+    if cfg.interface_bandwidth == "USER":
+        console.print(
+            "Stall Cycles: our analytic DRAM model; Event Stall Cycles: SCALE-Sim's "
+            "double-buffered prefetch replayed by the event engine",
+            markup=False, highlight=False,
+        )
 
 
 def register(app: typer.Typer) -> None:

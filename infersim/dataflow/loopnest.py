@@ -475,6 +475,30 @@ def _tile_bytes(prob: Problem, name: str, tile: dict[str, Arr]) -> Arr:
     return tile["G"] * tile["N"] * tile["C"] * rows * cols * prob.operand_bytes[name]
 
 
+# --- per-tile accessors (the event engine walks the tiles one by one) ---------------------------
+
+
+def tile_compute(
+    prob: Problem, template: Template, chip: Chip, ext: dict[str, int], rf: dict[str, int]
+) -> tuple[float, float]:
+    """(compute cycles, folds) of ONE SRAM tile of extents ``ext`` (every dim of :data:`DIMS`;
+    a remainder tile has its smaller extents) with the register-file factors ``rf``: its folds ×
+    (fold overhead + streamed cycles), as summed by the analyzer (no SCALE-Sim −1)."""
+    rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
+    arr = {d: np.array([float(ext[d])]) for d in DIMS}
+    factors = {d: np.array([float(min(rf.get(d, 1), ext[d]))]) for d in template.rf_split}
+    sums = _tile_folds(prob, template, arr, factors, chip, rate)
+    return float(sums["cycles"][0]), float(sums["folds"][0])
+
+
+def tile_operand_bytes(prob: Problem, name: str, ext: dict[str, int]) -> float:
+    """Bytes of operand ``name`` in ONE SRAM tile of extents ``ext`` (every dim of
+    :data:`DIMS`): the input region (with its halo, capped at the padded input), the weights, or
+    the outputs (at the output dtype, before any epilogue scale)."""
+    arr = {d: np.array([float(ext[d])]) for d in DIMS}
+    return float(np.asarray(_tile_bytes(prob, name, arr)).reshape(-1)[0])
+
+
 # --- the DRAM level ------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from infersim import dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError, UnsupportedDtypeError
-from infersim.simulator import analytic, roofline
+from infersim.simulator import analytic, events, roofline
 from infersim.simulator.results import MemoryReport, OpCost, PhaseCost
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
@@ -20,10 +20,11 @@ from infersim.workloads.ops import Collective, HostTransfer, OpBase
 from infersim.workloads.scenario import Precision, Scenario
 from infersim.workloads.techniques import Plan, TechniqueStack, parse
 
-Engine = Literal["roofline", "analytic"]
+Engine = Literal["roofline", "analytic", "events"]
 ENGINES: dict[str, Callable[[OpBase, Chip, str], OpCost]] = {
     "roofline": roofline.cost,
     "analytic": analytic.cost,
+    "events": events.cost,
 }
 """Engine name → per-op cost function (one contract: op, chip and dataflow in, OpCost out)."""
 
@@ -83,6 +84,41 @@ def _needs_link(chip: Chip, plan: Plan) -> None:
         raise InfersimError(f"chip {chip.name!r} has no chip_link; tp/pp need one")
 
 
+def _stage_ops(
+    plan: Plan, stage_model: ModelConfig, scenario: Scenario, decode_tokens: int = 1
+) -> tuple[int, int, Any, list[OpBase]]:
+    """(micro-batches, micro-batch size, graph options, ops of one micro-batch on one stage)."""
+    micro = plan.microbatches or min(scenario.batch, plan.pp)
+    micro = min(micro, scenario.batch)
+    micro_batch = math.ceil(scenario.batch / micro)
+    options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
+    micro_scenario = scenario.model_copy(update={"batch": micro_batch})
+    return micro, micro_batch, options, graph.build(stage_model, micro_scenario, options)
+
+
+def step_ops(
+    chip: Chip,
+    model: ModelConfig,
+    scenario: Scenario,
+    techniques: str | TechniqueStack | None = None,
+) -> list[OpBase]:
+    """The operators :func:`simulate` costs for one step on one chip: one micro-batch on one
+    pipeline stage, in graph order (without the pipeline hop, offload stream or draft steps).
+    What ``infersim simulate --trace`` lays out.
+
+    Raises:
+        UnsupportedDtypeError, InfersimError: as :func:`simulate`.
+    """
+    plan, _ = _resolve(parse(techniques).plan(model, scenario.precision), chip)
+    _needs_link(chip, plan)
+    scenario = scenario.model_copy(update={"precision": plan.precision})
+    stage_model = plan.model
+    if plan.pp > 1:
+        layers = math.ceil(plan.model.num_hidden_layers / plan.pp)
+        stage_model = plan.model.model_copy(update={"num_hidden_layers": layers})
+    return _stage_ops(plan, stage_model, scenario)[3]
+
+
 def _step(
     chip: Chip, plan: Plan, scenario: Scenario, engine: str, dataflow: str = "best",
     decode_tokens: int = 1,
@@ -95,12 +131,7 @@ def _step(
     if stages > 1:
         layers = math.ceil(plan.model.num_hidden_layers / stages)
         stage_model = plan.model.model_copy(update={"num_hidden_layers": layers})
-    micro = plan.microbatches or min(scenario.batch, stages)
-    micro = min(micro, scenario.batch)
-    micro_batch = math.ceil(scenario.batch / micro)
-    options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
-    micro_scenario = scenario.model_copy(update={"batch": micro_batch})
-    ops = graph.build(stage_model, micro_scenario, options)
+    micro, micro_batch, options, ops = _stage_ops(plan, stage_model, scenario, decode_tokens)
     costs = [replace(c, count=c.count * micro) for c in cost_ops(ops, chip, engine, dataflow)]
     stage_s = sum(c.total_time_s for c in costs) / micro
     if stages > 1:
@@ -170,8 +201,9 @@ def simulate(
     """Latency, throughput, per-op breakdown and memory footprint of one step, with a
     technique stack applied (``"int4-awq+kv-fp8+flash"``; ``None`` is the baseline).
 
-    ``engine`` is ``analytic`` (GEMMs mapped with ``dataflow``: ws, os, is, rs or best) or
-    ``roofline``.
+    ``engine`` is ``analytic`` (GEMMs mapped with ``dataflow``: ws, os, is, rs or best),
+    ``events`` (the same mappings run tile by tile on SimPy: contention, waves, stalls; see
+    :mod:`infersim.simulator.events`) or ``roofline``.
 
     Raises:
         UnsupportedDtypeError: the chip cannot compute the activation dtype (and the stack

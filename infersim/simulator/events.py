@@ -1,0 +1,187 @@
+"""The event engine: a GEMM or convolution executed tile by tile on SimPy, contention included.
+
+The op is mapped exactly as the analytic engine maps it (:func:`infersim.dataflow.map_op`,
+latency objective; on a chip with a shared SRAM, the cores' mapping against the L2 and the
+L2-level mapping against DRAM, see :func:`infersim.simulator.analytic.level_views`). The
+mapping is then unrolled into each core's sequence of SRAM tiles (:mod:`.events_plan`: tiles
+dealt to the cores in waves, so a last partial wave shows) and run by SimPy processes
+(:mod:`.events_engine`: double-buffered DMA-in, one compute process per core group, DMA-out,
+HBM channels with bandwidth and access latency shared by all cores, SRAM as capacity-limited
+buffers). Every other operator (attention, vector work, transfers) is costed by the roofline,
+as in the analytic engine.
+
+The result is the analytic engine's :class:`OpCost` (same bytes, energy and dataflow) with the
+simulated time: the makespan (or the vector work, if longer) plus the per-kernel overhead;
+``bound`` names the busiest resource (compute, ``memory`` = HBM, ``sram`` = the L2 port, or
+vector). The timeline (:class:`Timeline`) holds one span per tile (or block of tiles) per
+process and per transfer, and the stall accounting (:class:`EventStats`).
+
+Results are memoized in a bounded LRU keyed by (op signature, chip key, dataflow, max_blocks):
+identical operators are simulated once per process, across calls.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from infersim.arch_models.chip import Chip
+from infersim.dataflow import map_op
+from infersim.dataflow.loopnest import Mapping, problem_of
+from infersim.simulator import analytic, roofline
+from infersim.simulator.events_engine import Link, Memory, RunResult, run
+from infersim.simulator.events_plan import work_plan
+from infersim.simulator.events_timeline import EventStats, Span, Timeline
+from infersim.simulator.results import Bound, OpCost
+from infersim.workloads.ops import Conv2d, Gemm, OpBase
+
+MAX_BLOCKS = 128
+"""Default blocks per core group: more tiles than this are merged (see :mod:`.events_plan`)."""
+
+_MEMO: OrderedDict[tuple[Any, ...], tuple[OpCost, Timeline]] = OrderedDict()
+_MEMO_MAX = 1024
+
+__all__ = [
+    "MAX_BLOCKS",
+    "EventStats",
+    "Span",
+    "Timeline",
+    "clear_cache",
+    "cost",
+    "simulate_mapping",
+    "simulate_op",
+    "trace_ops",
+]
+
+
+def clear_cache() -> None:
+    """Forget every memoized simulation."""
+    _MEMO.clear()
+
+
+def _hbm(chip: Chip) -> Link:
+    per_cycle = (
+        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
+    )
+    return Link("hbm", per_cycle, chip.dram.channels, chip.dram.latency_s * chip.freq_hz)
+
+
+def _run_mapping(op: OpBase, chip: Chip, mapping: Mapping, max_blocks: int,
+                 outer: Mapping | None = None) -> RunResult:
+    """Simulate ``mapping`` (mapped on ``chip``); with ``outer`` (the L2-level mapping) the
+    cores load from the shared SRAM of ``chip`` and HBM fills it."""
+    prob = problem_of(op)
+    efficiency = chip.calibration.compute(prob.mac_class)
+    hbm = _hbm(chip)
+    if outer is None or chip.shared_sram is None:
+        plan = work_plan(prob, mapping, chip, max_blocks)
+        return run(plan, Memory(hbm), chip.sram.capacity_bytes, efficiency)
+    cores_view, _ = analytic.level_views(chip)
+    plan = work_plan(prob, mapping, cores_view, max_blocks)
+    port = Link("l2", chip.shared_sram.bandwidth_bytes_per_cycle, 1, 0.0)
+    dram, l2 = outer.traffic["dram"], mapping.traffic["dram"]
+    reads = sum(a.reads_bytes for a in l2.values())
+    writes = sum(a.writes_bytes for a in l2.values())
+    read_share = sum(a.reads_bytes for a in dram.values()) / reads if reads else 0.0
+    write_share = sum(a.writes_bytes for a in dram.values()) / writes if writes else 0.0
+    memory = Memory(port, hbm, read_share, write_share, float(chip.shared_sram.capacity_bytes))
+    return run(plan, memory, chip.sram.capacity_bytes, efficiency)
+
+
+def simulate_mapping(op: OpBase, chip: Chip, mapping: Mapping,
+                     max_blocks: int = MAX_BLOCKS) -> tuple[float, Timeline]:
+    """Event-simulate one given ``mapping`` of ``op`` on ``chip`` with the cores fed straight
+    from DRAM (as :func:`infersim.dataflow.map_op` maps a chip: no L2 level). Returns the
+    makespan in cycles (no per-kernel overhead) and the timeline.
+
+    Raises:
+        InfersimError: an op kind without a loop nest.
+        ValueError: ``max_blocks`` below 3.
+    """
+    res = _run_mapping(op, chip, mapping, max_blocks)
+    return res.makespan_cycles, Timeline(chip.freq_hz, res.spans, res.stats)
+
+
+def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int) -> tuple[OpCost, Timeline]:
+    if not isinstance(op, Gemm | Conv2d):
+        c = roofline.cost(op, chip)
+        span = Span(f"roofline:{c.bound}", 0.0, c.cycles, f"{op.kind} (roofline, {c.bound})")
+        return c, Timeline(chip.freq_hz, (span,), EventStats(makespan_cycles=c.cycles))
+    base = analytic.cost(op, chip, dataflow)
+    if chip.shared_sram is None:
+        mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
+        res = _run_mapping(op, chip, mapping, max_blocks)
+    else:
+        cores_view, shared_view = analytic.level_views(chip)
+        mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
+        outer = map_op(op, shared_view, dataflow="best", objective="energy")
+        res = _run_mapping(op, chip, mapping, max_blocks, outer)
+    cal, freq = chip.calibration, chip.freq_hz
+    vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
+    terms: dict[Bound, float] = {"compute": res.compute_busy_cycles / freq, "vector": vector_s}
+    terms["memory"] = res.link_busy_cycles["hbm"] / freq
+    if "l2" in res.link_busy_cycles:
+        terms["sram"] = res.link_busy_cycles["l2"] / freq
+    bound: Bound = max(terms, key=terms.__getitem__)
+    time_s = max(res.makespan_cycles / freq, vector_s) + cal.kernel_overhead_s
+    prob = problem_of(op)
+    rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
+    peak = chip.array.pes * chip.cores * rate
+    cost = replace(
+        base,
+        compute_s=max(terms["compute"], vector_s),
+        memory_s=max(v for k, v in terms.items() if k in ("memory", "sram")),
+        time_s=time_s,
+        bound=bound,
+        cycles=time_s * freq,
+        dataflow=mapping.dataflow,
+        utilization=prob.macs / (res.makespan_cycles * peak) if res.makespan_cycles else 0.0,
+    )
+    return cost, Timeline(freq, res.spans, res.stats)
+
+
+def simulate_op(op: OpBase, chip: Chip, dataflow: str = "best",
+                max_blocks: int = MAX_BLOCKS) -> tuple[OpCost, Timeline]:
+    """Cost of one repetition of ``op`` on ``chip`` and its timeline (cycles of the chip clock).
+    GEMMs and convolutions are mapped with ``dataflow`` (``ws``, ``os``, ``is``, ``rs`` or
+    ``best``) and event-simulated; other ops get the roofline cost and one span. Memoized.
+
+    Raises:
+        UnsupportedDtypeError: the op needs a dtype the array cannot compute.
+        InfersimError: no mapping fits the chip, or a transfer without its link.
+        ValueError: ``max_blocks`` below 3.
+    """
+    key = (op.signature(), chip.key, dataflow, max_blocks)
+    found = _MEMO.get(key)
+    if found is None:
+        found = _simulate(op, chip, dataflow, max_blocks)
+        _MEMO[key] = found
+        while len(_MEMO) > _MEMO_MAX:
+            _MEMO.popitem(last=False)
+    else:
+        _MEMO.move_to_end(key)
+    c, timeline = found
+    return replace(c, name=op.name, count=op.count), timeline
+
+
+def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
+    """The engine function (op, chip, dataflow) → :class:`OpCost` of :func:`simulate_op`."""
+    return simulate_op(op, chip, dataflow)[0]
+
+
+def trace_ops(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best",
+              max_blocks: int = MAX_BLOCKS) -> Timeline:
+    """The timelines of ``ops`` laid end to end in order, one repetition of each (labels are
+    prefixed with the op's name and its repetition count); stats are summed."""
+    spans: list[Span] = []
+    stats = EventStats()
+    offset = 0.0
+    for op in ops:
+        c, tl = simulate_op(op, chip, dataflow, max_blocks)
+        reps = f" x{op.count}" if op.count > 1 else ""
+        spans.extend(tl.shifted(offset, f"{op.name}{reps}: ").spans)
+        stats = stats.plus(tl.stats)
+        offset += c.time_s * chip.freq_hz
+    return Timeline(chip.freq_hz, tuple(spans), stats)
