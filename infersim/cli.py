@@ -11,13 +11,15 @@ import typer
 from rich.table import Table
 
 from infersim.arch_models import Chip, list_chips, load_chip
-from infersim.cli_common import console, print_json, user_errors
+from infersim.cli_common import console, err_console, print_json, user_errors
 from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.io import validate
-from infersim.simulator.inference import ENGINES, simulate, simulate_ops
+from infersim.simulator import events
+from infersim.simulator.inference import ENGINES, simulate, simulate_ops, step_ops
 from infersim.simulator.results import PhaseCost
 from infersim.units import fmt_bytes, fmt_time, si
 from infersim.workloads import Scenario, list_models, load_model, load_workload
+from infersim.workloads.ops import OpBase
 from infersim.workloads.techniques import parse as parse_stack
 
 app = typer.Typer(
@@ -191,19 +193,26 @@ def simulate_cmd(
     ] = False,
     engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "analytic",
     dataflow: Annotated[
-        str, typer.Option(help="GEMM dataflow for the analytic engine: ws, os, is, rs, best")
+        str, typer.Option(help="GEMM dataflow (analytic and events engines): ws, os, is, rs, best")
     ] = "best",
     top: Annotated[int, typer.Option(min=1, help="Operators shown in the table")] = 12,
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="Write the event timeline as Chrome-trace JSON (--engine events)"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Simulate one prefill or decode step of a model (or a custom operator list) on a chip."""
     with user_errors():
         if (model is None) == (workload is None):
             raise InfersimError("give exactly one of --model or --workload")
+        if trace is not None and engine != "events":
+            raise InfersimError(f"--trace needs --engine events (got --engine {engine})")
         the_chip = load_chip(chip)
         if workload is not None:
             wl = load_workload(workload)
             cost = simulate_ops(the_chip, wl.ops, name=wl.name, engine=engine, dataflow=dataflow)
+            traced: list[OpBase] = list(wl.ops)
         else:
             options = {
                 "phase": phase.value,
@@ -216,14 +225,28 @@ def simulate_cmd(
             stack = techniques or ""
             if allow_emulation:
                 stack = f"{stack}+emulate" if stack else "emulate"
+            the_model = load_model(model or "")
             cost = simulate(
-                the_chip, load_model(model or ""), scenario, engine=engine, techniques=stack,
+                the_chip, the_model, scenario, engine=engine, techniques=stack,
                 dataflow=dataflow,
             )
+            traced = step_ops(the_chip, the_model, scenario, stack) if trace else []
+        if trace is not None:
+            timeline = events.trace_ops(traced, the_chip, dataflow)
+            try:
+                timeline.write_chrome_trace(trace)
+            except OSError as exc:
+                reason = exc.strerror or exc
+                raise InfersimError(f"--trace {trace}: cannot write ({reason})") from None
     if as_json:
         print_json(cost.to_dict())
     else:
         _print_phase(cost, top)
+    if trace is not None:
+        (err_console if as_json else console).print(
+            f"trace: {len(timeline.spans)} spans of one repetition of each operator -> {trace}",
+            markup=False, highlight=False,
+        )
 
 
 DEFAULT_STACKS = (
@@ -378,9 +401,11 @@ def demo() -> None:
 def _register_commands() -> None:
     """Commands that live with their subsystem (one ``register(app)`` per module)."""
     from infersim.dataflow import commands as dataflow_commands
+    from infersim.explorer import commands as explorer_commands
     from infersim.simulator import serve_commands
+    from infersim.validation import commands as validation_commands
 
-    for module in (dataflow_commands, serve_commands):
+    for module in (dataflow_commands, serve_commands, explorer_commands, validation_commands):
         module.register(app)
 
 

@@ -39,7 +39,7 @@ def _numeric_leaves(model: type[BaseModel], data: dict, prefix: str = ""):
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             yield from _numeric_leaves(ann, data[name], f"{path}.")
         elif ann in (int, float):
-            bounds = {}
+            bounds = {"optional": field.annotation is not ann}
             for meta in field.metadata:
                 for key in ("gt", "ge", "lt", "le"):
                     if getattr(meta, key, None) is not None:
@@ -57,6 +57,8 @@ LEAVES = list(_numeric_leaves(Chip, BASE))
 
 
 def _valid(kind: type, bounds: dict, value: Any) -> bool:
+    if value is None:
+        return bounds.get("optional", False)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     if not math.isfinite(value):

@@ -1,0 +1,342 @@
+"""Where kernels run: ``cuda`` (Triton on a GPU, timed with ``triton.testing.do_bench``),
+``cpu`` (torch on the host), ``interpret`` (Triton's CPU interpreter: correctness only).
+
+A backend reports the device it found and, for a list of kernels, one :class:`Outcome` each:
+a timing (``cuda``, ``cpu``) and/or a correctness check against torch (``cuda``, ``interpret``).
+torch and Triton are imported only when a backend is made, so infersim works without them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from infersim.errors import InfersimError
+from infersim.validation.suite import KernelBase
+from infersim.validation.timing import STATISTICS, TIMERS, Measurement, Statistic, Timer, time_once
+
+BackendName = Literal["cpu", "cuda", "interpret"]
+BACKENDS: tuple[str, ...] = ("cpu", "cuda", "interpret")
+
+INTERPRETER_MAX_FLOPS = 2e8
+"""Largest kernel (FLOPs) the interpret backend accepts: the interpreter runs one Python
+program per block, ~1 s per 5e7 FLOPs of matmul on this project's CI machine."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """A correctness check: normalized max error against torch, and the bound it must meet."""
+
+    max_error: float
+    tolerance: float
+
+    @property
+    def passed(self) -> bool:
+        """Whether the error is within the tolerance."""
+        return self.max_error <= self.tolerance
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a backend learned about one kernel."""
+
+    measurement: Measurement | None = None
+    check: Check | None = None
+
+
+@dataclass
+class DeviceInfo:
+    """The device a backend runs on, in words and figures (JSON-ready)."""
+
+    kind: str
+    name: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {"kind": self.kind, "name": self.name, **self.details}
+
+
+def _require(module: str) -> Any:
+    try:
+        return __import__(module)
+    except ImportError:
+        raise InfersimError(
+            f"the validation backends need {module}: pip install 'infersim[validate]'"
+        ) from None
+
+
+class CpuBackend:
+    """torch on the host CPU. Kernels are timed round-robin: each round times every kernel
+    (after one untimed call for short ones, so their operands are cached), so a burst of load
+    from a neighbour lands on one sample of every kernel rather than on all samples of one.
+    """
+
+    name: ClassVar[str] = "cpu"
+    timed: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        threads: int | None = None,
+        timer: Timer = "wall",
+        rounds: int = 7,
+        statistic: Statistic = "median",
+        min_round_s: float = 0.02,
+    ) -> None:
+        """``threads`` torch threads (default: every usable core); ``timer`` "wall" or "cpu"
+        (CPU time of this process, valid with one thread only); ``rounds`` >= 3 rounds;
+        ``statistic`` "median" or "min" of the samples is the measurement; kernels shorter
+        than ``min_round_s`` are repeated within a round.
+
+        Raises:
+            InfersimError: torch missing, or a bad option (the value is in the message).
+        """
+        self.torch = _require("torch")
+        usable = len(os.sched_getaffinity(0))
+        self.threads = threads or usable
+        if not 1 <= self.threads <= 4096:
+            raise InfersimError(f"threads(={self.threads}) must be >= 1")
+        if timer not in TIMERS:
+            raise InfersimError(f"timer {timer!r} unknown; allowed: {', '.join(TIMERS)}")
+        if timer == "cpu" and self.threads != 1:
+            raise InfersimError(
+                "timer 'cpu' counts every thread's CPU time: use it with threads=1, "
+                f"not {self.threads}"
+            )
+        if rounds < 3:
+            raise InfersimError(f"rounds(={rounds}) must be >= 3")
+        if statistic not in STATISTICS:
+            raise InfersimError(
+                f"statistic {statistic!r} unknown; allowed: {', '.join(STATISTICS)}"
+            )
+        self.timer: Timer = timer
+        self.rounds = rounds
+        self.statistic: Statistic = statistic
+        self.min_round_s = min_round_s
+
+    def device(self) -> DeviceInfo:
+        """CPU model, cores and how this backend uses them."""
+        from infersim.validation.hostcpu import host_info
+
+        info = host_info()
+        return DeviceInfo(
+            kind="cpu",
+            name=info.cpu_model,
+            details={
+                "cores": info.cores,
+                "threads": self.threads,
+                "timer": self.timer,
+                "statistic": self.statistic,
+                "rounds": self.rounds,
+                "freq_hz": info.freq_hz,
+                "torch": self.torch.__version__,
+            },
+        )
+
+    def _round_robin(
+        self,
+        calls: Sequence[Callable[[], object]],
+        labels: Sequence[str],
+        progress: Callable[[str], None] | None,
+    ) -> list[list[float]]:
+        """Samples (seconds) of every call over ``rounds`` interleaved rounds."""
+        self.torch.set_num_threads(self.threads)
+        estimates = []
+        for label, fn in zip(labels, calls, strict=True):
+            fn()
+            estimates.append(time_once(fn, self.timer))
+            if progress:
+                progress(f"warm {label}: {estimates[-1] * 1e3:.2f} ms")
+        repeats = [max(1, min(20, round(self.min_round_s / max(t, 1e-6)))) for t in estimates]
+        samples: list[list[float]] = [[] for _ in calls]
+        for r in range(self.rounds):
+            for i, fn in enumerate(calls):
+                if estimates[i] < self.min_round_s:
+                    fn()  # operands into cache
+                samples[i].extend(time_once(fn, self.timer) for _ in range(repeats[i]))
+            if progress:
+                progress(f"round {r + 1}/{self.rounds} done")
+        return samples
+
+    def run(
+        self, kernels: Sequence[KernelBase], progress: Callable[[str], None] | None = None
+    ) -> list[Outcome]:
+        """Time every kernel over ``rounds`` round-robin rounds."""
+        outcomes, _ = self._run(kernels, progress, with_probes=False)
+        return outcomes
+
+    def run_with_host_chip(
+        self, kernels: Sequence[KernelBase], progress: Callable[[str], None] | None = None
+    ) -> tuple[list[Outcome], Any]:
+        """Time the kernels and the host microbenchmarks in the same rounds; return the
+        outcomes and the ``host-cpu`` chip built from the microbenchmarks' best runs."""
+        return self._run(kernels, progress, with_probes=True)
+
+    def _run(
+        self,
+        kernels: Sequence[KernelBase],
+        progress: Callable[[str], None] | None,
+        with_probes: bool,
+    ) -> tuple[list[Outcome], Any]:
+        from infersim.validation import cpu_ops, hostcpu
+
+        with self.torch.inference_mode():
+            arena = cpu_ops.size_arena(list(kernels))
+            calls = [cpu_ops.build(k, arena) for k in kernels]
+            labels = [k.label for k in kernels]
+            found = hostcpu.probes() if with_probes else []
+            samples = self._round_robin(
+                [*calls, *(p.run for p in found)], [*labels, *(p.name for p in found)], progress
+            )
+        outcomes = [
+            Outcome(measurement=Measurement.of(s, self.statistic)) for s in samples[: len(kernels)]
+        ]
+        chip = None
+        if found:
+            best = {p.name: min(s) for p, s in zip(found, samples[len(kernels) :], strict=True)}
+            measured = hostcpu.HostMeasurements.from_best(found, best, self.threads, self.timer)
+            chip = hostcpu.host_chip(hostcpu.host_info(), measured)
+        return outcomes, chip
+
+
+class CudaBackend:
+    """Triton kernels on one NVIDIA GPU, timed by ``triton.testing.do_bench`` (median of its
+    samples; it warms up and flushes L2 before every sample), each checked against torch once.
+    """
+
+    name: ClassVar[str] = "cuda"
+    timed: ClassVar[bool] = True
+
+    def __init__(self, warmup_ms: int = 25, rep_ms: int = 100) -> None:
+        """Raises ``InfersimError`` without torch/triton, without a GPU, or under the
+        interpreter."""
+        self.torch = _require("torch")
+        _require("triton")
+        if os.environ.get("TRITON_INTERPRET", "0") == "1":
+            raise InfersimError("TRITON_INTERPRET=1 is set: unset it to time kernels on a GPU")
+        if not self.torch.cuda.is_available():
+            raise InfersimError("no CUDA device found; use --backend cpu or --backend interpret")
+        self.warmup_ms = warmup_ms
+        self.rep_ms = rep_ms
+
+    def device(self) -> DeviceInfo:
+        """GPU name, SM count and memory."""
+        props = self.torch.cuda.get_device_properties(0)
+        return DeviceInfo(
+            kind="cuda",
+            name=props.name,
+            details={
+                "sms": props.multi_processor_count,
+                "memory_bytes": props.total_memory,
+                "capability": f"{props.major}.{props.minor}",
+                "torch": self.torch.__version__,
+                "triton": __import__("triton").__version__,
+            },
+        )
+
+    def run(
+        self, kernels: Sequence[KernelBase], progress: Callable[[str], None] | None = None
+    ) -> list[Outcome]:
+        """Check and time every kernel, one at a time (inputs freed in between)."""
+        import triton.testing
+
+        from infersim.validation import triton_ops
+
+        outcomes = []
+        for kernel in kernels:
+            case = triton_ops.build(kernel, "cuda")
+            check = Check(case.check(), triton_ops.TOLERANCE[kernel.dtype])
+            times_ms = triton.testing.do_bench(
+                case.run, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="all"
+            )
+            meas = Measurement.of([t * 1e-3 for t in times_ms])
+            outcomes.append(Outcome(measurement=meas, check=check))
+            if progress:
+                progress(
+                    f"{kernel.label}: {meas.median_s * 1e6:.1f} us, error {check.max_error:.1e}"
+                )
+            del case
+            self.torch.cuda.empty_cache()
+        return outcomes
+
+
+class InterpretBackend:
+    """Triton's CPU interpreter (``TRITON_INTERPRET=1``): each kernel checked against torch;
+    nothing is timed. Only small kernels (see :data:`INTERPRETER_MAX_FLOPS`)."""
+
+    name: ClassVar[str] = "interpret"
+    timed: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        """Turns the interpreter on (Triton reads the switch when it is imported, so it must be
+        set before). Raises ``InfersimError`` without torch/triton, or when Triton was already
+        imported in this process without the interpreter."""
+        if os.environ.get("TRITON_INTERPRET", "0") != "1":
+            if "triton" in sys.modules:
+                raise InfersimError(
+                    "Triton was already imported without the interpreter in this process; "
+                    "set TRITON_INTERPRET=1 before the first import"
+                )
+            os.environ["TRITON_INTERPRET"] = "1"
+        self.torch = _require("torch")
+        _require("triton")
+
+    def device(self) -> DeviceInfo:
+        """The host CPU the interpreter runs on."""
+        from infersim.validation.hostcpu import host_info
+
+        info = host_info()
+        triton = __import__("triton")
+        return DeviceInfo(
+            kind="interpret",
+            name=f"Triton {triton.__version__} interpreter on {info.cpu_model}",
+            details={"cores": info.cores, "torch": self.torch.__version__},
+        )
+
+    def run(
+        self, kernels: Sequence[KernelBase], progress: Callable[[str], None] | None = None
+    ) -> list[Outcome]:
+        """Check every kernel against its torch reference.
+
+        Raises:
+            InfersimError: a kernel too large for the interpreter.
+        """
+        from infersim.validation import triton_ops
+
+        for kernel in kernels:
+            flops = sum(op.flops * op.count for op in kernel.ops())
+            if flops > INTERPRETER_MAX_FLOPS:
+                raise InfersimError(
+                    f"kernel {kernel.label!r} ({flops:.2g} FLOPs) is too large for the "
+                    f"interpreter (max {INTERPRETER_MAX_FLOPS:.0e}); use --suite tiny"
+                )
+        outcomes = []
+        for kernel in kernels:
+            case = triton_ops.build(kernel, "cpu")
+            check = Check(case.check(), triton_ops.TOLERANCE[kernel.dtype])
+            outcomes.append(Outcome(check=check))
+            if progress:
+                progress(f"{kernel.label}: error {check.max_error:.1e}")
+        return outcomes
+
+
+Backend = CpuBackend | CudaBackend | InterpretBackend
+
+
+def make_backend(name: str, **options: Any) -> Backend:
+    """The backend called ``name`` with its options (see each class).
+
+    Raises:
+        InfersimError: unknown name, missing packages, no device, or bad options.
+    """
+    makers: dict[str, Callable[..., Backend]] = {
+        "cpu": CpuBackend,
+        "cuda": CudaBackend,
+        "interpret": InterpretBackend,
+    }
+    if name not in makers:
+        raise InfersimError(f"backend {name!r} unknown; allowed: {', '.join(BACKENDS)}")
+    return makers[name](**options)

@@ -1,0 +1,273 @@
+"""The ``validate`` and ``calibrate`` commands; :func:`register` adds them to the CLI app.
+
+Bad input exits with code 2 and one message; a failed correctness check exits with code 1.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from infersim.arch_models import Chip, load_chip
+from infersim.cli_common import console, err_console, print_json, user_errors
+from infersim.errors import InfersimError
+from infersim.simulator.inference import ENGINES
+from infersim.units import fmt_time
+
+HOST_CHIP = "host-cpu"
+
+GPU_PRESETS: tuple[tuple[str, str], ...] = (
+    ("H200", "h200"),
+    ("H100", "h100-sxm"),
+    ("A100", "a100-sxm-80gb"),
+)
+"""Substring of the CUDA device name → chip preset (first match wins)."""
+
+DEFAULT_SUITE = {"cpu": "default", "cuda": "gpu", "interpret": "tiny"}
+
+
+class BackendChoice(StrEnum):
+    """Where the kernels run."""
+
+    cpu = "cpu"
+    cuda = "cuda"
+    interpret = "interpret"
+
+
+class StatisticChoice(StrEnum):
+    """Which statistic of the cpu backend's samples is the measurement."""
+
+    median = "median"
+    min = "min"
+
+
+class TimerChoice(StrEnum):
+    """The cpu backend's clock."""
+
+    wall = "wall"
+    cpu = "cpu"
+
+
+def preset_for_device(device_name: str) -> str:
+    """The chip preset matching a CUDA device name (``NVIDIA H100 80GB HBM3`` → ``h100-sxm``).
+
+    Raises:
+        InfersimError: no preset matches; the message asks for ``--chip``.
+    """
+    for needle, preset in GPU_PRESETS:
+        if needle in device_name.upper():
+            return preset
+    known = ", ".join(f"{n} -> {p}" for n, p in GPU_PRESETS)
+    raise InfersimError(f"no chip preset matches GPU {device_name!r} ({known}); pass --chip")
+
+
+def _progress(message: str) -> None:
+    err_console.print(f"  {message}", style="dim", markup=False, highlight=False)
+
+
+def _print_results(results: dict[str, Any]) -> None:
+    device = results["device"]
+    title = f"{results['suite']} suite on {device['name']} ({results['backend']})"
+    if results["chip"]:
+        title += f" vs {results['chip']['name']} / {results['engine']}"
+    table = Table(title=title)
+    timed = any("measured_s" in r for r in results["rows"])
+    checked = any("passed" in r for r in results["rows"])
+    columns = ["kernel"]
+    if timed:
+        columns += ["bound", "measured", "spread", "predicted", "error"]
+    if checked:
+        columns += ["check error", "ok"]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("kernel", "bound") else "right")
+    for r in results["rows"]:
+        cells = [r["label"]]
+        if timed:
+            cells += [
+                r.get("bound", "-"),
+                fmt_time(r["measured_s"]),
+                f"{r['spread']:.0%}",
+                fmt_time(r["predicted_s"]) if "predicted_s" in r else "-",
+                f"{r['error']:+.1%}" if "error" in r else "-",
+            ]
+        if checked:
+            cells += [f"{r['check_error']:.1e}", "yes" if r["passed"] else "NO"]
+        table.add_row(*cells)
+    console.print(table)
+    s = results["summary"]
+    if s.get("mape") is not None:
+        console.print(f"MAPE {s['mape']:.1%}, max error {s['max_error']:.1%} over {s['n']} kernels")
+    if "checks_passed" in s:
+        console.print(f"correctness: {s['checks_passed']} passed, {s['checks_failed']} failed")
+    console.print(f"wall time {results['wall_s']:.1f} s")
+
+
+def validate_cmd(
+    backend: Annotated[
+        BackendChoice, typer.Option(help="cpu (torch), cuda (Triton), interpret (correctness)")
+    ] = BackendChoice.cpu,
+    chip: Annotated[
+        str | None,
+        typer.Option(
+            help="Chip preset, YAML path or host-cpu "
+            "(default: host-cpu on cpu, the GPU's preset on cuda)"
+        ),
+    ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option(
+            help="default, quick, gpu, tiny or a suite YAML "
+            "(default: default on cpu, gpu on cuda, tiny on interpret)"
+        ),
+    ] = None,
+    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
+    out: Annotated[Path | None, typer.Option(help="Write the results (.json or .csv)")] = None,
+    threads: Annotated[
+        int | None, typer.Option(min=1, help="cpu: torch threads (default: all cores)")
+    ] = None,
+    timer: Annotated[
+        TimerChoice,
+        typer.Option(help="cpu: wall clock, or cpu = process CPU time (needs --threads 1)"),
+    ] = TimerChoice.wall,
+    rounds: Annotated[
+        int, typer.Option(min=3, max=1000, help="cpu: timing rounds (samples) per kernel")
+    ] = 7,
+    statistic: Annotated[
+        StatisticChoice,
+        typer.Option(help="cpu: the median or the minimum of the samples is the measurement"),
+    ] = StatisticChoice.median,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON")] = False,
+) -> None:
+    """Run a kernel suite, predict it with infersim, and report predicted vs measured."""
+    from infersim.validation.backends import make_backend
+    from infersim.validation.harness import run_suite
+    from infersim.validation.records import write_results
+    from infersim.validation.suite import load_suite
+
+    with user_errors():
+        if engine not in ENGINES:
+            raise InfersimError(f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
+        the_suite = load_suite(suite or DEFAULT_SUITE[backend.value])
+        options: dict[str, Any] = {}
+        if backend is BackendChoice.cpu:
+            options = {
+                "threads": threads,
+                "timer": timer.value,
+                "rounds": rounds,
+                "statistic": statistic.value,
+            }
+        the_backend = make_backend(backend.value, **options)
+        the_chip: Chip | None = None
+        host = chip == HOST_CHIP or (chip is None and backend is BackendChoice.cpu)
+        if host and backend is not BackendChoice.cpu:
+            raise InfersimError("the host-cpu chip predicts the cpu backend only")
+        if chip is not None and not host:
+            the_chip = load_chip(chip)
+        elif backend is BackendChoice.cuda:
+            the_chip = load_chip(preset_for_device(the_backend.device().name))
+        progress = None if as_json else _progress
+        results = run_suite(the_backend, the_suite, the_chip, engine, progress, host_chip=host)
+        if out is not None:
+            write_results(results, out)
+    if as_json:
+        print_json(results)
+    else:
+        _print_results(results)
+        if out is not None:
+            console.print(f"results written to {out}")
+    if results["summary"].get("checks_failed"):
+        raise typer.Exit(1)
+
+
+def _print_report(report: Any) -> None:
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1%}"
+
+    table = Table(title=f"calibration of {report.fit.chip.name}")
+    for col in ("split", "kernels", "MAPE before", "MAPE after"):
+        table.add_column(col, justify="left" if col == "split" else "right")
+    table.add_row(
+        "calibration",
+        str(report.n_calibration),
+        pct(report.calibration_mape_before),
+        pct(report.calibration_mape_after),
+    )
+    table.add_row(
+        "held-out",
+        str(report.n_holdout),
+        pct(report.holdout_mape_before),
+        pct(report.holdout_mape_after),
+    )
+    console.print(table)
+    console.print(f"held-out max error {pct(report.holdout_max_error)}")
+    knobs = Table(title="knobs")
+    knobs.add_column("calibration knob")
+    knobs.add_column("value", justify="right")
+    knobs.add_column("fitted")
+    for knob, value in report.fit.knobs.items():
+        knobs.add_row(
+            knob,
+            f"{value:.4g}",
+            "yes" if knob in report.fit.fitted else "no (no row depends on it)",
+        )
+    console.print(knobs)
+
+
+def calibrate_cmd(
+    measurements: Annotated[
+        Path, typer.Argument(help="results.json from infersim validate, or a measurements .csv")
+    ],
+    chip: Annotated[
+        str | None,
+        typer.Option(
+            help="Chip preset, YAML path or host-cpu to fit (default: the chip in results.json)"
+        ),
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the calibrated chip YAML here")] = None,
+    holdout_frac: Annotated[
+        float, typer.Option(min=0.0, max=0.9, help="Fraction of kernels held out of the fit")
+    ] = 0.3,
+    seed: Annotated[int, typer.Option(help="Seed of the calibration/held-out split")] = 0,
+    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """Fit a chip's calibration knobs to measurements; report held-out error; write YAML."""
+    from infersim.validation.calibrate import calibrate, calibrated_chip, write_chip_yaml
+    from infersim.validation.records import read_measurements
+
+    with user_errors():
+        if engine not in ENGINES:
+            raise InfersimError(f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
+        data = read_measurements(measurements)
+        if chip == HOST_CHIP:
+            from infersim.validation.hostcpu import build_host_chip
+
+            the_chip = build_host_chip()
+        elif chip is not None:
+            the_chip = load_chip(chip)
+        elif data.chip is not None:
+            the_chip = data.chip
+        else:
+            raise InfersimError(
+                f"{measurements} names no chip: pass --chip (a preset, YAML path or host-cpu)"
+            )
+        report = calibrate(data.rows, the_chip, engine, holdout_frac, seed)
+        result = calibrated_chip(the_chip, report, data.device)
+        if out is not None:
+            write_chip_yaml(result, out)
+    if as_json:
+        print_json({**report.to_dict(), "chip": result.name, "out": str(out) if out else None})
+    else:
+        _print_report(report)
+        if out is not None:
+            console.print(f"calibrated chip {result.name!r} written to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``validate`` and ``calibrate`` commands to ``app``."""
+    app.command(name="validate")(validate_cmd)
+    app.command(name="calibrate")(calibrate_cmd)

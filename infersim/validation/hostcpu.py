@@ -1,0 +1,262 @@
+"""A ``host-cpu`` chip measured on this machine, so the CPU backend has a model to predict with.
+
+Microbenchmarks (:func:`probes`): a STREAM-like triad (a = b + 3·c over arrays larger than the
+last-level cache; 12 bytes counted per fp32 element, as STREAM counts) and a read-only stream
+(a dot product) for DRAM bandwidth, and square GEMMs for the peak FLOP/s of each dtype the CPU
+computes (fp32, bf16). Each figure is the best run; the DRAM peak is the larger stream (the
+triad does not count its write-allocate reads, so a GEMV's read-only stream can beat it).
+
+The chip is an ordinary :class:`~infersim.arch_models.Chip`: a small array whose rows × cols ×
+MACs/PE/cycle × 2 × clock × cores equals the measured peak, and a DRAM whose bandwidth is the
+measured peak. Figures that are not measured (vector lanes, SRAM bandwidth) are nominal values
+from the CPU's flags and caches, and ``source`` says so.
+
+The CPU backend can time the probes in the same rounds as the kernels it validates
+(:meth:`~infersim.validation.backends.CpuBackend.run`), so a neighbour's load on a shared
+machine affects the peaks and the kernels alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from infersim.arch_models.chip import Chip
+from infersim.io import validate
+from infersim.validation.timing import Timer, time_once
+
+ARRAY_ROWS = 4
+ARRAY_COLS = 16
+"""The host chip's per-core array: 64 PEs, a stand-in for the SIMD FMA units (any shape whose
+product with the fitted MAC rate gives the measured peak predicts the same roofline)."""
+
+FLOPS_PER_LANE_PER_CYCLE = 4.0
+"""Two FMA ports per core, 2 FLOPs each (nominal, not measured)."""
+
+GEMM_SIZES: dict[str, tuple[int, ...]] = {"fp32": (1024, 1536), "bf16": (1024, 2048)}
+"""Square GEMM sizes of each dtype's peak benchmark (the best of them is the peak; one run
+takes about 2–60 ms on one core)."""
+
+MIN_STREAM_BYTES = 256 * 1024**2
+"""Smallest stream array; arrays are also at least 2/3 of the last-level cache each."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostInfo:
+    """What this machine says about itself (no measurement)."""
+
+    cpu_model: str
+    cores: int
+    freq_hz: float
+    l2_bytes: int
+    llc_bytes: int
+    memory_bytes: int
+    simd_lanes_fp32: int
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready fields."""
+        return asdict(self)
+
+
+def _cpuinfo() -> dict[str, str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def _cache_bytes(level: int) -> int:
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for index in sorted(base.glob("index*")) if base.exists() else []:
+        try:
+            kind = (index / "type").read_text().strip()
+            if int((index / "level").read_text()) == level and kind != "Instruction":
+                size = (index / "size").read_text().strip().upper()
+                scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(size[-1:], 1)
+                return int(size.rstrip("KMG")) * scale
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
+@cache
+def host_info() -> HostInfo:
+    """CPU model, usable cores, nominal clock, caches and memory from /proc and /sys."""
+    info = _cpuinfo()
+    flags = set(info.get("flags", "").split())
+    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
+    try:
+        mem = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0]) * 1024
+    except (OSError, IndexError, ValueError):
+        mem = 16 * 1024**3
+    try:
+        mhz = float(info.get("cpu MHz", "0"))
+    except ValueError:
+        mhz = 0.0
+    return HostInfo(
+        cpu_model=info.get("model name", platform.processor() or "unknown CPU"),
+        cores=len(os.sched_getaffinity(0)),
+        freq_hz=mhz * 1e6 if mhz > 0 else 2.0e9,
+        l2_bytes=_cache_bytes(2) or 1024**2,
+        llc_bytes=_cache_bytes(3) or _cache_bytes(2) or 32 * 1024**2,
+        memory_bytes=mem,
+        simd_lanes_fp32=lanes,
+    )
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One microbenchmark: a zero-argument call and the work one call does (bytes or FLOPs)."""
+
+    name: str
+    run: Callable[[], object]
+    work: float
+
+
+def probes(info: HostInfo | None = None) -> list[Probe]:
+    """The microbenchmarks, with their arrays allocated and touched (about 1 GB).
+
+    Names: ``triad``, ``read`` (work in bytes), ``gemm_<dtype>_<size>`` (work in FLOPs).
+    """
+    import torch
+
+    info = info or host_info()
+    elements = max(MIN_STREAM_BYTES, 2 * info.llc_bytes // 3) // 4
+    a = torch.zeros(elements)
+    b = torch.full((elements,), 1.0)
+    c = torch.full((elements,), 2.0)
+    out = [
+        Probe("triad", lambda: torch.add(b, c, alpha=3.0, out=a), 12.0 * elements),
+        Probe("read", lambda: torch.dot(b, c), 8.0 * elements),
+    ]
+    for name, sizes in GEMM_SIZES.items():
+        tdt = {"fp32": torch.float32, "bf16": torch.bfloat16}[name]
+        for size in sizes:
+            x = torch.full((size, size), 0.01, dtype=tdt)
+            y = torch.full((size, size), 0.01, dtype=tdt)
+            z = torch.empty((size, size), dtype=tdt)
+            out.append(Probe(f"gemm_{name}_{size}", _matmul_call(x, y, z), 2.0 * size**3))
+    return out
+
+
+def _matmul_call(x: Any, y: Any, z: Any) -> Callable[[], object]:
+    import torch
+
+    return lambda: torch.matmul(x, y, out=z)
+
+
+@dataclass(frozen=True, slots=True)
+class HostMeasurements:
+    """Microbenchmark results: triad and read-only bandwidth (bytes/s), peak FLOP/s per dtype."""
+
+    threads: int
+    timer: str
+    triad_bytes_per_s: float
+    read_bytes_per_s: float
+    peak_flops: dict[str, float]
+
+    @property
+    def dram_bytes_per_s(self) -> float:
+        """The chip's peak DRAM bandwidth: the larger of triad and read-only."""
+        return max(self.triad_bytes_per_s, self.read_bytes_per_s)
+
+    @classmethod
+    def from_best(
+        cls, found: list[Probe], best_s: Mapping[str, float], threads: int, timer: str
+    ) -> HostMeasurements:
+        """Rates from each probe's best (shortest) time in seconds."""
+        rate = {p.name: p.work / best_s[p.name] for p in found}
+        peaks: dict[str, float] = {}
+        for name, value in rate.items():
+            if name.startswith("gemm_"):
+                dtype = name.split("_")[1]
+                peaks[dtype] = max(peaks.get(dtype, 0.0), value)
+        return cls(threads, timer, rate["triad"], rate["read"], peaks)
+
+
+def measure_host(threads: int, timer: Timer = "wall", reps: int = 5) -> HostMeasurements:
+    """Run the microbenchmarks alone with ``threads`` torch threads (a few seconds): two
+    warm-up calls, then ``reps`` timed rounds over all probes."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        found = probes()
+        for p in found:
+            p.run()
+            p.run()
+        best = {p.name: float("inf") for p in found}
+        for _ in range(reps):
+            for p in found:
+                best[p.name] = min(best[p.name], time_once(p.run, timer))
+    finally:
+        torch.set_num_threads(previous)
+    return HostMeasurements.from_best(found, best, threads, timer)
+
+
+def host_chip(info: HostInfo, measured: HostMeasurements) -> Chip:
+    """The ``host-cpu`` chip for measured figures (pure: no measurement here).
+
+    Raises:
+        ConfigError: figures outside the chip schema's ranges.
+    """
+    cores = measured.threads
+    pes_cycles = ARRAY_ROWS * ARRAY_COLS * cores * info.freq_hz
+    rates = {name: flops / (2 * pes_cycles) for name, flops in measured.peak_flops.items()}
+    today = dt.date.today().isoformat()
+    source = (
+        f"measured by infersim.validation.hostcpu on {today} ({measured.timer} clock, "
+        f"{cores} thread(s)): triad {measured.triad_bytes_per_s / 1e9:.2f} GB/s, "
+        f"read {measured.read_bytes_per_s / 1e9:.2f} GB/s (DRAM peak = the larger), "
+        + ", ".join(f"{k} GEMM peak {v / 1e9:.1f} GFLOP/s" for k, v in measured.peak_flops.items())
+        + f"; vector unit nominal ({info.simd_lanes_fp32} fp32 lanes"
+        + f" x {FLOPS_PER_LANE_PER_CYCLE:g})"
+    )
+    data = {
+        "name": "host-cpu",
+        "description": f"{info.cpu_model}, {cores} of {info.cores} cores (measured)",
+        "source": source,
+        "cores": cores,
+        "freq_hz": info.freq_hz,
+        "array": {"rows": ARRAY_ROWS, "cols": ARRAY_COLS, "macs_per_pe_per_cycle": rates},
+        "vector": {
+            "lanes": info.simd_lanes_fp32,
+            "flops_per_lane_per_cycle": FLOPS_PER_LANE_PER_CYCLE,
+        },
+        "sram": {"capacity_bytes": info.l2_bytes, "bandwidth_bytes_per_cycle": 64},
+        "shared_sram": {"capacity_bytes": info.llc_bytes, "bandwidth_bytes_per_cycle": 32 * cores},
+        "dram": {
+            "kind": "DDR",
+            "capacity_bytes": info.memory_bytes,
+            "bandwidth_bytes_per_s": measured.dram_bytes_per_s,
+            "latency_s": 100e-9,
+        },
+        "spec": {
+            "dense_flops": dict(measured.peak_flops),
+            "dram_bandwidth_bytes_per_s": measured.dram_bytes_per_s,
+        },
+    }
+    return validate(Chip, data, "host-cpu")
+
+
+@cache
+def build_host_chip(threads: int | None = None, timer: Timer = "wall") -> Chip:
+    """The ``host-cpu`` chip of this machine, measured once per process per (threads, timer).
+
+    ``threads`` defaults to every core this process may use.
+    """
+    info = host_info()
+    return host_chip(info, measure_host(threads or info.cores, timer))
