@@ -38,6 +38,25 @@ class PhaseChoice(StrEnum):
     decode = "decode"
 
 
+ChipOpt = Annotated[str, typer.Option("--chip", help="Chip preset name or YAML path")]
+PhaseOpt = Annotated[PhaseChoice, typer.Option("--phase", help="prefill or decode")]
+BatchOpt = Annotated[int, typer.Option("--batch", help="Sequences in the batch")]
+PromptOpt = Annotated[int, typer.Option("--prompt-len", help="Prompt tokens (prefill)")]
+ContextOpt = Annotated[int, typer.Option("--context", help="Cached tokens per sequence (decode)")]
+EmulationOpt = Annotated[
+    bool,
+    typer.Option("--allow-emulation/--no-allow-emulation",
+                 help="Cost dtypes the chip lacks as emulated at a wider one"),
+]
+EngineOpt = Annotated[str, typer.Option("--engine", help=f"Cost engine: {', '.join(ENGINES)}")]
+DataflowOpt = Annotated[
+    str, typer.Option("--dataflow", help="GEMM dataflow (analytic and events engines): "
+                      "ws, os, is, rs, best")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON")]
+"""Options several commands share (one definition each)."""
+
+
 def _chip_summary(chip: Chip) -> dict[str, Any]:
     classes = list(chip.array.macs_per_pe_per_cycle)
     return {
@@ -55,7 +74,7 @@ def _chip_summary(chip: Chip) -> dict[str, Any]:
 
 
 @app.command()
-def chips(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
+def chips(as_json: JsonOpt = False) -> None:
     """List the chip presets with their peak figures."""
     rows = [_chip_summary(load_chip(name)) for name in list_chips()]
     if as_json:
@@ -79,7 +98,7 @@ def chips(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = 
 
 
 @app.command()
-def models(as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False) -> None:
+def models(as_json: JsonOpt = False) -> None:
     """List the model presets with their parameter counts."""
     rows: list[dict[str, Any]] = []
     for name in list_models():
@@ -175,32 +194,28 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
 
 @app.command(name="simulate")
 def simulate_cmd(
-    chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
+    chip: ChipOpt,
     model: Annotated[str | None, typer.Option(help="Model preset name or config.json path")] = None,
     workload: Annotated[Path | None, typer.Option(help="YAML list of operators")] = None,
-    phase: Annotated[PhaseChoice, typer.Option(help="prefill or decode")] = PhaseChoice.decode,
-    batch: Annotated[int, typer.Option(help="Sequences in the batch")] = 1,
-    prompt_len: Annotated[int, typer.Option(help="Prompt tokens (prefill)")] = 512,
-    context: Annotated[int, typer.Option(help="Cached tokens per sequence (decode)")] = 512,
+    phase: PhaseOpt = PhaseChoice.decode,
+    batch: BatchOpt = 1,
+    prompt_len: PromptOpt = 512,
+    context: ContextOpt = 512,
     weights_dtype: Annotated[str, typer.Option(help="Weight dtype")] = "bf16",
     act_dtype: Annotated[str, typer.Option(help="Activation/compute dtype")] = "bf16",
     kv_dtype: Annotated[str, typer.Option(help="KV-cache dtype")] = "bf16",
     techniques: Annotated[
         str | None, typer.Option(help="Technique stack, e.g. int4-awq+kv-fp8+flash")
     ] = None,
-    allow_emulation: Annotated[
-        bool, typer.Option(help="Cost dtypes the chip lacks as emulated at a wider one")
-    ] = False,
-    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "analytic",
-    dataflow: Annotated[
-        str, typer.Option(help="GEMM dataflow (analytic and events engines): ws, os, is, rs, best")
-    ] = "best",
+    allow_emulation: EmulationOpt = False,
+    engine: EngineOpt = "analytic",
+    dataflow: DataflowOpt = "best",
     top: Annotated[int, typer.Option(min=1, help="Operators shown in the table")] = 12,
     trace: Annotated[
         Path | None,
         typer.Option(help="Write the event timeline as Chrome-trace JSON (--engine events)"),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Simulate one prefill or decode step of a model (or a custom operator list) on a chip."""
     with user_errors():
@@ -304,24 +319,20 @@ def compare_rows(
 
 @app.command()
 def compare(
-    chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
+    chip: ChipOpt,
     model: Annotated[str, typer.Option(help="Model preset name or config.json path")],
-    phase: Annotated[PhaseChoice, typer.Option(help="prefill or decode")] = PhaseChoice.decode,
-    batch: Annotated[int, typer.Option(help="Sequences in the batch")] = 1,
-    prompt_len: Annotated[int, typer.Option(help="Prompt tokens (prefill)")] = 512,
-    context: Annotated[int, typer.Option(help="Cached tokens per sequence (decode)")] = 512,
+    phase: PhaseOpt = PhaseChoice.decode,
+    batch: BatchOpt = 1,
+    prompt_len: PromptOpt = 512,
+    context: ContextOpt = 512,
     techniques: Annotated[
         str | None,
         typer.Option(help="Comma-separated stacks ('+' joins techniques); first = baseline"),
     ] = None,
-    allow_emulation: Annotated[
-        bool, typer.Option(help="Cost dtypes the chip lacks as emulated at a wider one")
-    ] = False,
-    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "analytic",
-    dataflow: Annotated[
-        str, typer.Option(help="GEMM dataflow for the analytic engine: ws, os, is, rs, best")
-    ] = "best",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    allow_emulation: EmulationOpt = False,
+    engine: EngineOpt = "analytic",
+    dataflow: DataflowOpt = "best",
+    as_json: JsonOpt = False,
 ) -> None:
     """What each technique stack costs and buys for one model step on one chip."""
     with user_errors():
