@@ -45,13 +45,17 @@ PromptOpt = Annotated[int, typer.Option("--prompt-len", help="Prompt tokens (pre
 ContextOpt = Annotated[int, typer.Option("--context", help="Cached tokens per sequence (decode)")]
 EmulationOpt = Annotated[
     bool,
-    typer.Option("--allow-emulation/--no-allow-emulation",
-                 help="Cost dtypes the chip lacks as emulated at a wider one"),
+    typer.Option(
+        "--allow-emulation/--no-allow-emulation",
+        help="Cost dtypes the chip lacks as emulated at a wider one",
+    ),
 ]
 EngineOpt = Annotated[str, typer.Option("--engine", help=f"Cost engine: {', '.join(ENGINES)}")]
 DataflowOpt = Annotated[
-    str, typer.Option("--dataflow", help="GEMM dataflow (analytic and events engines): "
-                      "ws, os, is, rs, best")
+    str,
+    typer.Option(
+        "--dataflow", help="GEMM dataflow (analytic and events engines): ws, os, is, rs, best"
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON")]
 """Options several commands share (one definition each)."""
@@ -242,7 +246,11 @@ def simulate_cmd(
                 stack = f"{stack}+emulate" if stack else "emulate"
             the_model = load_model(model or "")
             cost = simulate(
-                the_chip, the_model, scenario, engine=engine, techniques=stack,
+                the_chip,
+                the_model,
+                scenario,
+                engine=engine,
+                techniques=stack,
                 dataflow=dataflow,
             )
             traced = step_ops(the_chip, the_model, scenario, stack) if trace else []
@@ -260,7 +268,8 @@ def simulate_cmd(
     if trace is not None:
         (err_console if as_json else console).print(
             f"trace: {len(timeline.spans)} spans of one repetition of each operator -> {trace}",
-            markup=False, highlight=False,
+            markup=False,
+            highlight=False,
         )
 
 
@@ -283,7 +292,11 @@ DEFAULT_STACKS = (
 
 
 def compare_rows(
-    chip: Chip, model_name: str, scenario: Scenario, stacks: list[str], engine: str,
+    chip: Chip,
+    model_name: str,
+    scenario: Scenario,
+    stacks: list[str],
+    engine: str,
     dataflow: str = "best",
 ) -> list[dict[str, Any]]:
     """One row per technique stack: memory, fit, latency, throughput, energy, speedup, bound.
@@ -293,27 +306,30 @@ def compare_rows(
     base_rate = None
     for stack in stacks:
         try:
-            cost = simulate(chip, model_cfg, scenario, engine=engine, techniques=stack,
-                            dataflow=dataflow)
+            cost = simulate(
+                chip, model_cfg, scenario, engine=engine, techniques=stack, dataflow=dataflow
+            )
         except UnsupportedDtypeError as exc:
             rows.append({"technique": stack, "error": str(exc)})
             continue
         if base_rate is None:
             base_rate = cost.tokens_per_s
         latency = {"ttft_s": cost.ttft_s} if cost.phase == "prefill" else {"tpot_s": cost.tpot_s}
-        rows.append({
-            "technique": stack,
-            "weights_bytes": cost.memory.weights_bytes,
-            "kv_bytes": cost.memory.kv_bytes,
-            "fits": cost.memory.fits,
-            "chips": cost.chips,
-            **latency,
-            "tokens_per_s": cost.tokens_per_s,
-            "energy_per_token_j": cost.energy_per_token_j,
-            "speedup": cost.tokens_per_s / base_rate if base_rate else None,
-            "bound": cost.bound,
-            "notes": list(cost.notes),
-        })
+        rows.append(
+            {
+                "technique": stack,
+                "weights_bytes": cost.memory.weights_bytes,
+                "kv_bytes": cost.memory.kv_bytes,
+                "fits": cost.memory.fits,
+                "chips": cost.chips,
+                **latency,
+                "tokens_per_s": cost.tokens_per_s,
+                "energy_per_token_j": cost.energy_per_token_j,
+                "speedup": cost.tokens_per_s / base_rate if base_rate else None,
+                "bound": cost.bound,
+                "notes": list(cost.notes),
+            }
+        )
     return rows
 
 
@@ -337,8 +353,12 @@ def compare(
     """What each technique stack costs and buys for one model step on one chip."""
     with user_errors():
         the_chip = load_chip(chip)
-        options = {"phase": phase.value, "batch": batch, "prompt_len": prompt_len,
-                   "context_len": context}
+        options = {
+            "phase": phase.value,
+            "batch": batch,
+            "prompt_len": prompt_len,
+            "context_len": context,
+        }
         scenario = validate(Scenario, options, "options")
         stacks = [t.strip() for t in techniques.split(",")] if techniques else list(DEFAULT_STACKS)
         if allow_emulation:
@@ -351,26 +371,41 @@ def compare(
         return
     latency = "TTFT" if phase == PhaseChoice.prefill else "TPOT"
     table = Table(title=f"{model} on {the_chip.name}: {phase.value}, batch {batch}")
-    for col in ("technique", "weights", "KV", "fits", latency, "tokens/s", "J/token", "speedup",
-                "bound"):
+    for col in (
+        "technique",
+        "weights",
+        "KV",
+        "fits",
+        latency,
+        "tokens/s",
+        "J/token",
+        "speedup",
+        "bound",
+    ):
         table.add_column(col, justify="left" if col in ("technique", "bound") else "right")
     for r in rows:
         if "error" in r:
             table.add_row(r["technique"], "", "", "", "", "", "", "", "unsupported")
             continue
         table.add_row(
-            r["technique"], fmt_bytes(r["weights_bytes"]), fmt_bytes(r["kv_bytes"]),
-            "yes" if r["fits"] else "no", fmt_time(r.get("ttft_s") or r.get("tpot_s") or 0.0),
-            f"{r['tokens_per_s']:,.1f}", f"{r['energy_per_token_j']:.3g}",
-            f"{r['speedup']:.2f}x", r["bound"],
+            r["technique"],
+            fmt_bytes(r["weights_bytes"]),
+            fmt_bytes(r["kv_bytes"]),
+            "yes" if r["fits"] else "no",
+            fmt_time(r.get("ttft_s") or r.get("tpot_s") or 0.0),
+            f"{r['tokens_per_s']:,.1f}",
+            f"{r['energy_per_token_j']:.3g}",
+            f"{r['speedup']:.2f}x",
+            r["bound"],
         )
     console.print(table)
     for r in rows:
         for note in r.get("notes", []):
             console.print(f"note ({r['technique']}): {note}", markup=False, highlight=False)
         if "error" in r:
-            console.print(f"unsupported ({r['technique']}): {r['error']}", markup=False,
-                          highlight=False)
+            console.print(
+                f"unsupported ({r['technique']}): {r['error']}", markup=False, highlight=False
+            )
 
 
 @app.command()
