@@ -426,7 +426,7 @@ def demo() -> None:
             lambda: simulate(chip, model, Scenario(phase="decode", batch=64, context_len=2048)),
         ),
     ]
-    table = Table(title="llama-3-8b (bf16) on h100-sxm — roofline engine")
+    table = Table(title="llama-3-8b (bf16) on h100-sxm — analytic engine (mapped GEMMs)")
     for col in ("step", "latency", "tokens/s", "bound (time share)", "memory", "fits"):
         table.add_column(col)
     for label, run in runs:
