@@ -132,6 +132,11 @@ def report(
         typer.Option(help="Where a spec's sweep goes (kept; rerunning reuses it). Default: a "
                           "temporary folder"),
     ] = None,
+    validation: Annotated[
+        list[Path] | None,
+        typer.Option("--validation", help="Results of `infersim validate` (repeatable): the "
+                     "predicted-vs-measured scatter"),
+    ] = None,
     executor: ExecutorOpt = ExecutorChoice.local,
     workers: WorkersOpt = None,
     address: AddressOpt = None,
@@ -153,7 +158,7 @@ def report(
             resume = _is_results(folder)
             summary = _run(source, folder, _executor(executor, workers, address), resume, quiet)
             err_console.print(_summary_line(summary), markup=False, highlight=False)
-        result = write_report(folder, out, static, label)
+        result = write_report(folder, out, static, label, validation or ())
     for image in result.images:
         err_console.print(f"figure → {image}", markup=False, highlight=False)
     console.print(str(result.path), markup=False, highlight=False, soft_wrap=True)

@@ -191,6 +191,32 @@ def read_results(path: Path) -> MeasurementSet:
     return MeasurementSet(rows, chip, device)
 
 
+def prediction_table(path: Path) -> list[dict[str, Any]]:
+    """Predicted vs measured rows of a results JSON written by ``infersim validate``, for the
+    report's calibration scatter: ``kernel``, ``predicted_s``, ``measured_s`` and ``subset``
+    (the file's name and chip, so a run before and after calibration show side by side).
+
+    Raises:
+        ConfigError: not a results file, or one without timed rows.
+    """
+    data = read_document(path)
+    if not isinstance(data, dict) or data.get("schema") != RESULTS_SCHEMA:
+        raise ConfigError(
+            f"{path}: not an infersim validation results file (schema {RESULTS_SCHEMA})"
+        )
+    chip = str((data.get("chip") or {}).get("name", ""))
+    subset = f"{path.stem} ({chip})" if chip else path.stem
+    rows = [
+        {"kernel": str(row.get("label", "")), "predicted_s": float(row["predicted_s"]),
+         "measured_s": float(row["measured_s"]), "subset": subset}
+        for row in data.get("rows", [])
+        if row.get("measured_s") is not None and row.get("predicted_s") is not None
+    ]
+    if not rows:
+        raise ConfigError(f"{path}: no timed rows with predictions")
+    return rows
+
+
 def read_measurements(path: Path) -> MeasurementSet:
     """A results JSON (``.json``) or a measurements CSV (``.csv``).
 

@@ -162,3 +162,16 @@ def test_event_engine_sweeps_record_a_timeline(tmp_path: Path):
     spans = data.extras["timeline"]
     assert len(spans) > 3 and (spans["end_s"] >= spans["start_s"]).all()
     assert [f.id for f in event_timeline(data)] == ["event-timeline-0-tpu-v4"]
+
+
+def test_validation_results_feed_the_calibration_scatter(results: Path, tmp_path: Path):
+    """`infersim validate` results (here the packaged CPU run) become the predicted-vs-measured
+    scatter, one trace per file."""
+    packaged = Path(__file__).parents[2] / "infersim" / "validation" / "data"
+    runs = sorted(packaged.glob("*/results.json"))
+    assert runs, "the packaged validation run is missing"
+    report = write_report(results, tmp_path / "r.html", validation=runs)
+    scatter = next(f for f in report.figures if f.id == "calibration")
+    assert scatter.figure.data
+    points = sum(len(trace.x) for trace in scatter.figure.data if trace.x is not None)
+    assert points >= 10

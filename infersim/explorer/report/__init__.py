@@ -6,8 +6,11 @@ Reports read results; they never re-simulate. Figures appear when their data is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from infersim.errors import ConfigError
 from infersim.explorer.report.data import ReportData
@@ -31,16 +34,22 @@ def build_figures(data: ReportData) -> list[Figure]:
 
 def write_report(
     results: str | Path, out: str | Path, static_dir: str | Path | None = None,
-    results_label: str | None = None,
+    results_label: str | None = None, validation: Sequence[str | Path] = (),
 ) -> ReportResult:
     """Write the HTML report of the results folder ``results`` to ``out``; with ``static_dir``,
     also each figure as PNG and SVG there (kaleido + system Chromium). ``results_label``
-    replaces the folder's path in the footer (e.g. for a temporary folder).
+    replaces the folder's path in the footer (e.g. for a temporary folder). ``validation`` are
+    results files of ``infersim validate``, drawn as the predicted-vs-measured scatter.
 
     Raises:
         ConfigError: not a results folder, no rows, or static export without Chromium.
     """
     data = ReportData.load(results)
+    if validation:
+        from infersim.validation.records import prediction_table
+
+        rows = [row for path in validation for row in prediction_table(Path(path))]
+        data.extras["calibration"] = pd.DataFrame(rows)
     if data.rows.empty:
         raise ConfigError(f"{results}: the results folder has no rows yet")
     figures = build_figures(data)
