@@ -431,25 +431,53 @@ def _all_tiles(
             classes.append([(tile[d], full_count)])
         else:
             classes.append([(tile[d], full_count), (rem, has_rem.astype(np.float64))])
-    total: dict[str, Arr] = {}
+    # Every class present on some candidate is analyzed in ONE stacked call; the weighted
+    # totals are then summed per candidate in class order (the same additions, in the same
+    # order, as summing class by class).
+    parts: list[tuple[Any, int, int]] = []  # (candidate indices or None for all, start, stop)
+    exts: dict[str, list[Arr]] = {d: [] for d in DIMS}
+    rfs: dict[str, list[Arr]] = {d: [] for d in rf}
+    weights: list[Arr] = []
+    start = 0
     for combo in itertools.product(*classes):
         count = _prod(c for _, c in combo)
         mask = count > 0.5
         if not np.any(mask):
             continue
-        if np.all(mask):
-            ext = {d: e for d, (e, _) in zip(DIMS, combo, strict=True)}
-            sums = _tile_folds(prob, tpl, ext, rf, chip, rate)
-            for key, value in sums.items():
-                total[key] = total.get(key, 0.0) + count * value
-            continue
-        ext = {d: e[mask] for d, (e, _) in zip(DIMS, combo, strict=True)}
-        sums = _tile_folds(prob, tpl, ext, {d: v[mask] for d, v in rf.items()}, chip, rate)
+        idx = None if np.all(mask) else np.flatnonzero(mask)
+        for d, (e, _) in zip(DIMS, combo, strict=True):
+            exts[d].append(e if idx is None else e[idx])
+        for d, v in rf.items():
+            rfs[d].append(v if idx is None else v[idx])
+        weights.append(count if idx is None else count[idx])
+        stop = start + len(weights[-1])
+        parts.append((idx, start, stop))
+        start = stop
+    if not parts:
+        return {}
+    if len(parts) == 1:
+        ext = {d: v[0] for d, v in exts.items()}
+        sums = _tile_folds(prob, tpl, ext, {d: v[0] for d, v in rfs.items()}, chip, rate)
+        count = weights[0]
+        if parts[0][0] is None:
+            return {key: count * value for key, value in sums.items()}
+        total: dict[str, Arr] = {}
         for key, value in sums.items():
-            acc = np.zeros_like(count)
-            acc[mask] = count[mask] * value
-            total[key] = total.get(key, 0.0) + acc
-    return total
+            acc = np.zeros_like(tile["G"])
+            acc[parts[0][0]] = count * value
+            total[key] = acc
+        return total
+    ext = {d: np.concatenate(v) for d, v in exts.items()}
+    sums = _tile_folds(prob, tpl, ext, {d: np.concatenate(v) for d, v in rfs.items()}, chip, rate)
+    keys = list(sums)
+    weighted = np.concatenate(weights) * np.stack([sums[k] for k in keys])
+    acc = np.zeros((len(keys), len(tile["G"])))
+    for idx, lo, hi in parts:
+        if idx is None:
+            acc = acc + weighted[:, lo:hi]
+        else:
+            acc[:, idx] = acc[:, idx] + weighted[:, lo:hi]
+    return {key: acc[j] for j, key in enumerate(keys)}
 
 
 def _rf_need(prob: Problem, tpl: Template, tile: dict[str, Arr], rf: dict[str, Arr]) -> Arr:
@@ -503,41 +531,50 @@ def tile_operand_bytes(prob: Problem, name: str, ext: dict[str, int]) -> float:
 
 
 def _dram(
-    prob: Problem, counts: dict[str, Arr], order: tuple[str, ...], cores: int
+    prob: Problem, counts: dict[str, Arr], orders: tuple[tuple[str, ...], ...], cores: int
 ) -> tuple[dict[str, Arr], dict[str, Arr], Arr]:
-    """DRAM reads and writes per operand (bytes) and the iterations dealt to the cores.
+    """DRAM reads and writes per operand (bytes) and the iterations dealt to the cores, for
+    each of ``orders`` (all of one length): arrays of shape (orders, candidates).
 
     The outer loops are dealt to the cores until every core has work. An operand is fetched
     again whenever a loop it does not depend on iterates above a loop it depends on; an operand
     that only dealt loops leave unchanged is fetched once per core that needs it (partial sums
     of a dealt reduction loop meet in DRAM).
     """
-    dealt: list[Any] = []
-    iterations = np.ones_like(counts["G"])
-    for d in order:
+    used = [d for d in DIMS if any(d in order for order in orders)]
+    where = np.array([[used.index(d) for d in order] for order in orders], dtype=np.intp)
+    stacked = np.stack([counts[d] for d in used])  # (dims, candidates)
+    pos = stacked[where]  # (orders, loops, candidates)
+    n_orders, n_loops = where.shape
+    dealt = np.zeros(pos.shape, dtype=bool)
+    iterations = np.ones_like(pos[:, 0])
+    for j in range(n_loops):
         active = iterations < cores
-        dealt.append(active)
-        iterations = np.where(active, iterations * counts[d], iterations)
+        dealt[:, j] = active
+        iterations = np.where(active, iterations * pos[:, j], iterations)
     cores_used = np.minimum(iterations, cores)
+    # inside[o, i, k]: dim used[k] is a loop of order o below its position i
+    rank = np.full((n_orders, len(used)), -1)
+    rank[np.arange(n_orders)[:, None], where] = np.arange(n_loops)
+    inside = np.arange(n_loops)[None, :, None] < rank[:, None, :]
+    iterates = (stacked > 1.5).astype(np.float64)
     reads: dict[str, Arr] = {}
     writes: dict[str, Arr] = {}
     for name in OPERANDS:
-        refetch: Any = 1.0
-        copies: Any = 1.0
-        for i, d in enumerate(order):
-            if d in DEPENDS[name]:
-                continue
-            later = [counts[e] > 1.5 for e in order[i + 1 :] if e in DEPENDS[name]]
-            above = functools.reduce(np.logical_or, later, np.zeros_like(dealt[i]))
-            refetch = refetch * np.where(above, counts[d], 1.0)
-            copies = copies * np.where(~above & dealt[i], counts[d], 1.0)
+        dep = np.array([d in DEPENDS[name] for d in used])
+        # above[o, i]: a loop below position i that the operand depends on iterates
+        above = ((inside & dep).astype(np.float64) @ iterates) > 0.5
+        free = ~dep[where][:, :, None]
+        # the factors are whole numbers: their product is exact in any order
+        refetch = np.where(above & free, pos, 1.0).prod(axis=1)
+        copies = np.where(~above & dealt & free, pos, 1.0).prod(axis=1)
         refetch = refetch * np.minimum(copies, cores_used)
         total = _total_footprint(prob, name, counts) * prob.operand_bytes[name]
         if name == "output":
             spill = total * (refetch - 1.0)
             reads[name], writes[name] = spill, spill + total * prob.output_write_scale
         else:
-            reads[name], writes[name] = total * refetch, np.zeros_like(total)
+            reads[name], writes[name] = total * refetch, np.zeros_like(refetch)
     return reads, writes, iterations
 
 
@@ -572,15 +609,42 @@ def evaluate(
     ``folds`` reuses the fold-level totals of an earlier call with the same tiles (they do not
     depend on the loop order). Traffic is ``traffic[level][operand] = (reads, writes)`` bytes.
     """
+    fig = evaluate_orders(prob, tpl, chip, tile, (order,), rf, folds)
+    return _pick(fig, 0, slice(None))
+
+
+def _pick(x: Any, o: int, i: Any) -> Any:
+    """Element ``i`` of every figure of :func:`evaluate_orders` for its ``o``-th order."""
+    if isinstance(x, dict):
+        return {k: _pick(v, o, i) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_pick(v, o, i) for v in x)
+    if isinstance(x, np.ndarray):
+        return x[o, i] if x.ndim == 2 else x[i]
+    return x
+
+
+def evaluate_orders(
+    prob: Problem,
+    tpl: Template,
+    chip: Chip,
+    tile: dict[str, Arr],
+    orders: tuple[tuple[str, ...], ...],
+    rf: dict[str, Arr],
+    folds: dict[str, Arr] | None = None,
+) -> dict[str, Any]:
+    """:func:`evaluate` for several DRAM loop orders (all of one length) at once: the figures
+    that depend on the order are arrays of shape (orders, candidates), the others of shape
+    (candidates,) (each element computed exactly as :func:`evaluate` computes it)."""
     rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
     rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     sums = folds if folds is not None else _all_tiles(prob, tpl, tile, rf, chip, rate)
     counts = {d: _ceil_div(np.full_like(tile[d], float(prob.dims[d])), tile[d]) for d in DIMS}
-    dram_rd, dram_wr, iterations = _dram(prob, counts, order, cores)
+    dram_rd, dram_wr, iterations = _dram(prob, counts, orders, cores)
     ob = prob.operand_bytes
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
     traffic: dict[str, dict[str, tuple[Arr, Arr]]] = {level: {} for level in LEVELS}
-    zero = np.zeros_like(iterations)
+    zero = np.zeros_like(tile["G"])
     for name in OPERANDS:
         b = ob[name]
         traffic["dram"][name] = (dram_rd[name], dram_wr[name])
@@ -687,12 +751,28 @@ def build_mapping(
     """The :class:`Mapping` of one tiling (``tile`` has every dim, ``order`` every tileable dim)."""
     rf_full = {d: min(rf.get(d, 1), tile[d]) for d in template.rf_split}
     arr = {d: np.array([float(v)]) for d, v in tile.items()}
-    fig = evaluate(
-        prob, template, chip, arr, order, {d: np.array([float(v)]) for d, v in rf_full.items()}
+    fig = evaluate_orders(
+        prob, template, chip, arr, (order,), {d: np.array([float(v)]) for d, v in rf_full.items()}
     )
+    return mapping_of(prob, template, chip, tile, order, rf_full, fig, 0, 0)
+
+
+def mapping_of(
+    prob: Problem,
+    template: Template,
+    chip: Chip,
+    tile: dict[str, int],
+    order: tuple[str, ...],
+    rf_full: dict[str, int],
+    fig: dict[str, Any],
+    o: int,
+    i: int,
+) -> Mapping:
+    """The :class:`Mapping` of candidate ``i`` with the ``o``-th order of the figures ``fig`` of
+    :func:`evaluate_orders` (``tile`` and ``rf_full``, its factors capped at the tile, as ints)."""
 
     def one(x: Any) -> float:
-        return float(np.asarray(x).reshape(-1)[0])
+        return float(x[o, i] if x.ndim == 2 else x[i])
 
     traffic = {
         level: {name: Access(one(r), one(w)) for name, (r, w) in ops.items()}
@@ -744,5 +824,5 @@ def build_mapping(
         last_store_cycles=one(fig["last_store_cycles"]),
         total_cycles=total_cycles,
         time_s=total_cycles / chip.freq_hz,
-        bound="compute" if bool(np.asarray(fig["compute_bound"]).reshape(-1)[0]) else "memory",
+        bound="compute" if bool(fig["compute_bound"][o, i]) else "memory",
     )

@@ -36,8 +36,8 @@ from infersim.dataflow.loopnest import (
     _all_tiles,
     _rf_need,
     _tile_bytes,
-    build_mapping,
-    evaluate,
+    evaluate_orders,
+    mapping_of,
     problem_of,
 )
 from infersim.dataflow.templates import OPERANDS, TEMPLATES, Template
@@ -152,10 +152,10 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     if not rf_opts:
         return {}, {}
     ladders = {d: _ladder(prob.dims[d], _aligns(tpl, d, chip)) for d in _CUT}
-    grid = np.array(
-        list(itertools.product(*(ladders[d] for d in _CUT), range(len(rf_opts)))),
-        dtype=np.float64,
-    )
+    axes = [np.array(ladders[d], dtype=np.float64) for d in _CUT]
+    axes.append(np.arange(len(rf_opts), dtype=np.float64))
+    # the cartesian product in itertools.product order (last axis fastest)
+    grid = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
     tile = {d: grid[:, i] for i, d in enumerate(_CUT)}
     for d in DIMS:
         tile.setdefault(d, np.full(len(grid), float(prob.dims[d])))
@@ -177,25 +177,24 @@ def _search(
         return []
     rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
     folds = _all_tiles(prob, tpl, tile, rf, chip, rate)
-    mac_pj = mac_energy_pj(prob.macs, prob.mac_class, chip)
-    costs = []
-    for order in ORDERS:
-        fig = evaluate(prob, tpl, chip, tile, order, rf, folds=folds)
-        seconds = fig["total_cycles"] / chip.freq_hz
-        if objective == "latency":
-            costs.append(seconds)
-            continue
-        pj = traffic_pj(fig["traffic"], chip) + mac_pj
-        costs.append(pj if objective == "energy" else pj * seconds)
-    flat = np.stack(costs).reshape(-1)
+    # every order at once: each figure is an array of shape (orders, candidates), element for
+    # element what evaluate() gives for that order, so the picks and their mappings are too
+    fig = evaluate_orders(prob, tpl, chip, tile, ORDERS, rf, folds=folds)
+    seconds = fig["total_cycles"] / chip.freq_hz
+    if objective == "latency":
+        cost = seconds
+    else:
+        pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip)
+        cost = pj if objective == "energy" else pj * seconds
+    flat = np.broadcast_to(cost, fig["total_cycles"].shape).reshape(-1)  # order-major
     picks = np.argsort(flat, kind="stable")[:top_k]
     out = []
     n = len(tile["G"])
     for pick in picks:
         o, i = divmod(int(pick), n)
         chosen = {d: int(tile[d][i]) for d in DIMS}
-        factors = {d: int(rf[d][i]) for d in tpl.rf_split}
-        mapping = build_mapping(prob, tpl, chip, chosen, ORDERS[o], factors)
+        factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
+        mapping = mapping_of(prob, tpl, chip, chosen, ORDERS[o], factors, fig, o, i)
         out.append((mapping_cost(mapping, chip, objective), mapping))
     return out
 
