@@ -121,10 +121,6 @@ def test_static_export_writes_png_and_svg(results: Path, tmp_path: Path):
 
 
 def test_dataflow_figures(tmp_path: Path):
-    from infersim.explorer.spec import dataflow_engines
-
-    if not dataflow_engines():
-        pytest.skip("no engine maps dataflows in this build")
     doc = {"chips": ["tpu-v4"], "workloads": [{"model": "tiny-test", "phase": "prefill",
                                                "prompt_len": 64}],
            "engines": ["analytic"], "dataflows": ["ws", "os", "is", "rs"]}
@@ -150,10 +146,6 @@ def test_serving_runs_feed_the_latency_cdfs(tmp_path: Path):
 
 
 def test_event_engine_sweeps_record_a_timeline(tmp_path: Path):
-    from infersim.simulator.inference import ENGINES
-
-    if "events" not in ENGINES:
-        pytest.skip("no event engine in this build")
     doc = {"chips": ["tpu-v4"], "workloads": [{"model": "tiny-test", "phase": "prefill",
                                                "prompt_len": 64}],
            "engines": ["roofline", "events"]}

@@ -13,7 +13,6 @@ from infersim.explorer.spec import (
     OptimizeSearch,
     RandomSearch,
     RangeAxis,
-    dataflow_engines,
     load_spec,
     parse_spec,
 )
@@ -111,7 +110,6 @@ def test_cross_field_checks(tiny_doc):
         parse_spec({**tiny_doc, "dataflows": ["ws"]})  # roofline only
 
 
-@pytest.mark.skipif(not dataflow_engines(), reason="no engine maps dataflows in this build")
 def test_dataflows_apply_to_the_engines_that_map(tiny_doc):
     from infersim.explorer.space import DesignSpace
 
