@@ -21,3 +21,25 @@ def golden_rows() -> list[dict[str, str]]:
 def array_chip(rows: int, cols: int, **changes: Any) -> Chip:
     """Eyeriss-v1 with another array (int16, one core) and any other dotted-path changes."""
     return load_chip("eyeriss-v1").with_(**{"array.rows": rows, "array.cols": cols, **changes})
+
+
+SCALESIM_V2_CFG = """[general]
+run_name = "scale_example_run_32x32_os"
+
+[architecture_presets]
+ArrayHeight:    32
+ArrayWidth:     32
+IfmapSramSzkB:    64
+FilterSramSzkB:   64
+OfmapSramSzkB:    64
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : os
+Bandwidth : 10
+MemoryBanks: 1
+
+[run_presets]
+InterfaceBandwidth: CALC
+"""
+"""A SCALE-Sim v2 config (its stock 32x32 OS example, CALC bandwidth)."""

@@ -4,31 +4,16 @@ import json
 from pathlib import Path
 
 import pytest
+from dataflow_helpers import SCALESIM_V2_CFG
 from typer.testing import CliRunner
 
 from infersim.cli import app
 
 runner = CliRunner()
 
-CFG = """[general]
-run_name = t
 
-[architecture_presets]
-ArrayHeight: 32
-ArrayWidth: 32
-IfmapSramSzkB: 64
-FilterSramSzkB: 64
-OfmapSramSzkB: 64
-IfmapOffset: 0
-FilterOffset: 10000000
-OfmapOffset: 20000000
-Dataflow: {dataflow}
-Bandwidth: 10
-MemoryBanks: 1
-
-[run_presets]
-InterfaceBandwidth: CALC
-"""
+def _cfg(dataflow: str) -> str:
+    return SCALESIM_V2_CFG.replace("Dataflow : os", f"Dataflow : {dataflow}")
 
 
 def test_map_json_has_the_documented_keys():
@@ -52,7 +37,7 @@ def test_map_conv_table_and_top_k():
 @pytest.mark.parametrize(("dataflow", "cycles"), [("ws", 5055), ("os", 3039), ("is", 2799)])
 def test_scalesim_command_reproduces_scalesim_cycles(tmp_path: Path, dataflow, cycles):
     cfg = tmp_path / "c.cfg"
-    cfg.write_text(CFG.format(dataflow=dataflow))
+    cfg.write_text(_cfg(dataflow))
     topo = tmp_path / "t.csv"
     topo.write_text("Layer, M, N, K,\nl0, 64, 256, 128,\n")
     result = runner.invoke(app, ["scalesim", "--config", str(cfg), "--topology", str(topo),

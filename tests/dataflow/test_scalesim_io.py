@@ -5,31 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dataflow_helpers import SCALESIM_V2_CFG
 
 from infersim.dataflow import REPORT_COLUMNS, read_config, read_topology, scalesim_report
 from infersim.dataflow.scalesim_io import scalesim_out_size
 from infersim.errors import ConfigError
 from infersim.workloads.ops import Conv2d, Gemm
 
-V2 = """[general]
-run_name = "scale_example_run_32x32_os"
-
-[architecture_presets]
-ArrayHeight:    32
-ArrayWidth:     32
-IfmapSramSzkB:    64
-FilterSramSzkB:   64
-OfmapSramSzkB:    64
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : os
-Bandwidth : 10
-MemoryBanks: 1
-
-[run_presets]
-InterfaceBandwidth: CALC
-"""
+V2 = SCALESIM_V2_CFG
 
 V3_USER = """[general]
 run_name = run
