@@ -320,6 +320,13 @@ Arr = npt.NDArray[np.float64]
 """Every figure is computed on float64 arrays: one element per candidate mapping."""
 
 
+_AXIS_PAIRS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    name: tuple((axis[0], axis[1] if len(axis) == 2 else None) for axis in axes)
+    for name, axes in AXES.items()
+}
+""":data:`AXES` as (dim, window dim or None) pairs."""
+
+
 def footprint(operand: str, ext: dict[str, Any], stride: int, window: bool) -> Any:
     """Elements of ``operand`` touched when each dim spans ``ext[d]`` indices (absent: 1).
 
@@ -327,12 +334,13 @@ def footprint(operand: str, ext: dict[str, Any], stride: int, window: bool) -> A
     ``P·R`` otherwise (the im2col matrix). Works on numbers and on numpy arrays alike.
     """
     total: Any = 1.0
-    for axis in AXES[operand]:
-        if len(axis) == 2:
-            outer, inner = ext.get(axis[0], 1), ext.get(axis[1], 1)
-            total = total * ((outer - 1) * stride + inner if window else outer * inner)
+    get = ext.get
+    for outer, inner in _AXIS_PAIRS[operand]:
+        if inner is None:
+            total = total * get(outer, 1)
         else:
-            total = total * ext.get(axis[0], 1)
+            o, i = get(outer, 1), get(inner, 1)
+            total = total * ((o - 1) * stride + i if window else o * i)
     return total
 
 
@@ -344,21 +352,84 @@ def _prod(values: Any) -> Any:
     return functools.reduce(operator.mul, values, 1.0)
 
 
-def _split(used: Arr, group: tuple[str, ...], part: dict[str, Arr]) -> dict[str, Arr]:
+class _NumpyMath:
+    """The elementwise operations of the fold and tile formulas on float64 arrays."""
+
+    minimum = staticmethod(np.minimum)
+    maximum = staticmethod(np.maximum)
+    where = staticmethod(np.where)
+    floor = staticmethod(np.floor)
+    ceil_div = staticmethod(_ceil_div)
+
+    @staticmethod
+    def zeros_like(x: Arr) -> Arr:
+        return np.zeros_like(x)
+
+    @staticmethod
+    def full_like(x: Arr, value: float) -> Arr:
+        return np.full_like(x, value)
+
+
+class _FloatMath:
+    """The same operations on plain Python floats (one tiling: no per-call numpy overhead).
+
+    Every operation is the IEEE-754 double operation numpy performs element by element, so a
+    figure computed here equals bit for bit the element the array path computes.
+    """
+
+    @staticmethod
+    def minimum(a: float, b: float) -> float:
+        return b if b < a else a
+
+    @staticmethod
+    def maximum(a: float, b: float) -> float:
+        return b if b > a else a
+
+    @staticmethod
+    def where(cond: bool, a: float, b: float) -> float:
+        return a if cond else b
+
+    @staticmethod
+    def floor(x: float) -> float:
+        return float(math.floor(x))
+
+    @staticmethod
+    def ceil_div(a: float, b: float) -> float:
+        return float(math.ceil(a / b - 1e-9))
+
+    @staticmethod
+    def zeros_like(x: float) -> float:
+        return 0.0
+
+    @staticmethod
+    def full_like(x: float, value: float) -> float:
+        return float(value)
+
+
+_NP = _NumpyMath()
+_PY = _FloatMath()
+
+
+def _split(
+    used: Arr, group: tuple[str, ...], part: dict[str, Arr], xp: Any = _NP
+) -> dict[str, Arr]:
     """Per-dim extents of ``used`` consecutive positions of a flattened group (last dim fastest)."""
     out: dict[str, Arr] = {}
     rest = used
     for d in reversed(group):
-        out[d] = np.minimum(part[d], rest)
+        out[d] = xp.minimum(part[d], rest)
         rest = rest / out[d]
     return out
 
 
-def _uses(extent: Arr, array_dim: int) -> list[tuple[Arr, Arr]]:
+def _uses(extent: Arr, array_dim: int, xp: Any = _NP) -> list[tuple[Arr, Arr]]:
     """(positions used, number of folds): the full folds and the remainder fold (maybe none)."""
-    full = np.floor(extent / array_dim + 1e-9)
+    full = xp.floor(extent / array_dim + 1e-9)
     rem = extent - full * array_dim
-    return [(np.full_like(extent, float(array_dim)), full), (np.maximum(rem, 1.0), rem > 0.5)]
+    return [
+        (xp.full_like(extent, float(array_dim)), full),
+        (xp.maximum(rem, 1.0), float(rem > 0.5) if xp is _PY else rem > 0.5),
+    ]
 
 
 # --- the fold level ------------------------------------------------------------------------
@@ -367,11 +438,19 @@ _FOLD_KEYS = ("cycles", "folds", "used", "util_num", "util_den")
 
 
 def _tile_folds(
-    prob: Problem, tpl: Template, ext: dict[str, Arr], rf: dict[str, Arr], chip: Chip, rate: float
+    prob: Problem,
+    tpl: Template,
+    ext: dict[str, Arr],
+    rf: dict[str, Arr],
+    chip: Chip,
+    rate: float,
+    xp: Any = _NP,
 ) -> dict[str, Arr]:
-    """Fold-level totals of ONE SRAM tile of extents ``ext`` (cycles, folds, elements)."""
+    """Fold-level totals of ONE SRAM tile of extents ``ext`` (cycles, folds, elements); ``xp``
+    is :data:`_NP` for arrays of candidates or :data:`_PY` for plain floats."""
     rows, cols = chip.array.rows, chip.array.cols
-    f = {d: np.minimum(rf[d], ext[d]) for d in tpl.rf_split}
+    _ceil_div = xp.ceil_div
+    f = {d: xp.minimum(rf[d], ext[d]) for d in tpl.rf_split}
     pe = {d: f.get(d, ext[d]) for d in tpl.stream}
     spatial = (*tpl.rows, *tpl.cols)
     part = {d: _ceil_div(ext[d], f[d]) if d in f else ext[d] for d in spatial}
@@ -396,17 +475,82 @@ def _tile_folds(
     for name in OPERANDS:
         pe_fp = footprint(name, pe, prob.stride, tpl.window_reuse)
         out[f"deliver_{name}"] = used * pe_fp
-        out[f"rf_{name}"] = np.where(pe_fp < t_macs - 1e-9, used * t_macs, 0.0)
-        out[f"feed_{name}"] = np.zeros_like(used)
-    for ru, nr in _uses(rows_ext, rows):
-        for cu, nc in _uses(cols_ext, cols):
-            x = {**_split(ru, tpl.rows, part), **_split(cu, tpl.cols, part)}
-            fold_ext = {d: x.get(d, 1.0) * pe.get(d, 1.0) for d in DIMS}
-            weight = temporal * nr * nc
-            for name in OPERANDS:
-                fp = footprint(name, fold_ext, prob.stride, tpl.window_reuse)
-                out[f"feed_{name}"] = out[f"feed_{name}"] + weight * fp
+        out[f"rf_{name}"] = xp.where(pe_fp < t_macs - 1e-9, used * t_macs, 0.0)
+        out[f"feed_{name}"] = xp.zeros_like(used)
+    row_uses, col_uses = _uses(rows_ext, rows, xp), _uses(cols_ext, cols, xp)
+    combos = [(ru, nr, cu, nc) for ru, nr in row_uses for cu, nc in col_uses]
+    if xp is _NP:
+        size = next(len(v) for v in ext.values() if isinstance(v, np.ndarray) and v.ndim)
+        _feed_stacked(prob, tpl, out, combos, part, pe, temporal, size)
+        return out
+    for ru, nr, cu, nc in combos:
+        x = {**_split(ru, tpl.rows, part, xp), **_split(cu, tpl.cols, part, xp)}
+        fold_ext = {d: x.get(d, 1.0) * pe.get(d, 1.0) for d in DIMS}
+        weight = temporal * nr * nc
+        for name in OPERANDS:
+            fp = footprint(name, fold_ext, prob.stride, tpl.window_reuse)
+            out[f"feed_{name}"] = out[f"feed_{name}"] + weight * fp
     return out
+
+
+def _feed_stacked(
+    prob: Problem,
+    tpl: Template,
+    out: dict[str, Arr],
+    combos: list[tuple[Arr, Arr, Arr, Arr]],
+    part: dict[str, Arr],
+    pe: dict[str, Arr],
+    temporal: Any,
+    n: int,
+) -> None:
+    """Add to ``out``'s ``feed_*`` the elements fed by each fold class (full or remainder
+    row fold × full or remainder column fold), all classes computed in one stacked pass (the
+    same element operations as class by class, summed per candidate in class order); ``n`` is
+    the number of candidates (a figure may be one number, the same on all of them)."""
+    k = len(combos)
+
+    def rep(a: Any) -> Any:
+        return np.concatenate([a] * k) if isinstance(a, np.ndarray) and a.ndim else a
+
+    def column(a: Any) -> Any:
+        return a if isinstance(a, np.ndarray) and a.ndim else np.full(n, a)
+
+    part_k = {d: rep(v) for d, v in part.items()}
+    pe_k = {d: rep(v) for d, v in pe.items()}
+    ru, nr, cu, nc = (np.concatenate([column(c[j]) for c in combos]) for j in range(4))
+    x = {**_split(ru, tpl.rows, part_k), **_split(cu, tpl.cols, part_k)}
+    fold_ext = {d: x.get(d, 1.0) * pe_k.get(d, 1.0) for d in DIMS}
+    weight = rep(temporal) * nr * nc
+    for name in OPERANDS:
+        fp = footprint(name, fold_ext, prob.stride, tpl.window_reuse)
+        weighted = (weight * fp).reshape(k, n)
+        acc = out[f"feed_{name}"]
+        for j in range(k):
+            acc = acc + weighted[j]
+        out[f"feed_{name}"] = acc
+
+
+def _tile_classes(prob: Problem, tile: dict[str, Arr]) -> list[list[tuple[Arr, Arr | None]]]:
+    """Per dim of :data:`DIMS`, its tile classes: (extent, count per candidate) of the full
+    tiles and, when some candidate has one, of the remainder tile."""
+    dims = prob.dims
+    # a count of None is 1 on every candidate (the dim is whole in every tile): it is left out
+    # of the products (a factor 1.0 changes no product)
+    classes: list[list[tuple[Arr, Arr | None]]] = []
+    for d in DIMS:
+        extent = float(dims[d])
+        if (tile[d] == extent).all():
+            classes.append([(tile[d], None)])
+            continue
+        n = _ceil_div(np.full_like(tile[d], extent), tile[d])
+        rem = extent - (n - 1) * tile[d]
+        has_rem = rem < tile[d] - 0.5
+        full_count = n - has_rem
+        if np.all(~has_rem):
+            classes.append([(tile[d], full_count)])
+        else:
+            classes.append([(tile[d], full_count), (rem, has_rem.astype(np.float64))])
+    return classes
 
 
 def _all_tiles(
@@ -419,18 +563,13 @@ def _all_tiles(
 ) -> dict[str, Arr]:
     """Fold-level totals over every SRAM tile: each class of tile (full or remainder extent per
     cut dim) is analyzed once, on the candidates that have it, and weighted by its count."""
-    dims = prob.dims
-    classes: list[list[tuple[Arr, Arr]]] = []
-    for d in DIMS:
-        extent = float(dims[d])
-        n = _ceil_div(np.full_like(tile[d], extent), tile[d])
-        rem = extent - (n - 1) * tile[d]
-        has_rem = rem < tile[d] - 0.5
-        full_count = n - has_rem
-        if np.all(~has_rem):
-            classes.append([(tile[d], full_count)])
-        else:
-            classes.append([(tile[d], full_count), (rem, has_rem.astype(np.float64))])
+    classes = _tile_classes(prob, tile)
+    # a dim whole in every tile enters the fold analysis as one float (the same value on every
+    # candidate: numpy broadcasts it, element for element the same operations), unless every
+    # dim is whole
+    whole = {d for d, cl in zip(DIMS, classes, strict=True) if cl[0][1] is None}
+    if len(whole) == len(DIMS):
+        whole = set()
     # Every class present on some candidate is analyzed in ONE stacked call; the weighted
     # totals are then summed per candidate in class order (the same additions, in the same
     # order, as summing class by class).
@@ -440,13 +579,20 @@ def _all_tiles(
     weights: list[Arr] = []
     start = 0
     for combo in itertools.product(*classes):
-        count = _prod(c for _, c in combo)
-        mask = count > 0.5
-        if not np.any(mask):
-            continue
-        idx = None if np.all(mask) else np.flatnonzero(mask)
+        count = _prod(c for _, c in combo if c is not None)
+        if isinstance(count, float):  # every dim whole: one tile per candidate
+            count = np.ones_like(tile["G"])
+            idx = None
+        else:
+            mask = count > 0.5
+            if not mask.any():
+                continue
+            idx = None if mask.all() else np.flatnonzero(mask)
         for d, (e, _) in zip(DIMS, combo, strict=True):
-            exts[d].append(e if idx is None else e[idx])
+            if d in whole:
+                exts[d] = [float(prob.dims[d])]  # type: ignore[list-item]
+            else:
+                exts[d].append(e if idx is None else e[idx])
         for d, v in rf.items():
             rfs[d].append(v if idx is None else v[idx])
         weights.append(count if idx is None else count[idx])
@@ -467,10 +613,13 @@ def _all_tiles(
             acc[parts[0][0]] = count * value
             total[key] = acc
         return total
-    ext = {d: np.concatenate(v) for d, v in exts.items()}
+    ext = {d: v[0] if d in whole else np.concatenate(v) for d, v in exts.items()}
     sums = _tile_folds(prob, tpl, ext, {d: np.concatenate(v) for d, v in rfs.items()}, chip, rate)
     keys = list(sums)
-    weighted = np.concatenate(weights) * np.stack([sums[k] for k in keys])
+    stacked = np.empty((len(keys), start))
+    for j, key in enumerate(keys):
+        stacked[j] = sums[key]  # a figure the same on every candidate is broadcast
+    weighted = np.concatenate(weights) * stacked
     acc = np.zeros((len(keys), len(tile["G"])))
     for idx, lo, hi in parts:
         if idx is None:
@@ -480,26 +629,28 @@ def _all_tiles(
     return {key: acc[j] for j, key in enumerate(keys)}
 
 
-def _rf_need(prob: Problem, tpl: Template, tile: dict[str, Arr], rf: dict[str, Arr]) -> Arr:
+def _rf_need(
+    prob: Problem, tpl: Template, tile: dict[str, Arr], rf: dict[str, Arr], xp: Any = _NP
+) -> Arr:
     """RF bytes a PE needs beyond one pipeline register per operand (the in-PE working sets)."""
-    pe = {d: np.minimum(rf[d], tile[d]) if d in tpl.rf_split else tile[d] for d in tpl.stream}
-    need: Any = np.zeros_like(tile["G"])
+    pe = {d: xp.minimum(rf[d], tile[d]) if d in tpl.rf_split else tile[d] for d in tpl.stream}
+    need: Any = xp.zeros_like(tile["G"])
     for name in OPERANDS:
         first_reuse = next((i for i, d in enumerate(tpl.stream) if d not in DEPENDS[name]), None)
         if first_reuse is None:
             continue
         inner = {d: pe[d] for d in tpl.stream[first_reuse:]}
         held = footprint(name, inner, prob.stride, tpl.window_reuse)
-        need = need + np.maximum(held - 1.0, 0.0) * prob.operand_bytes[name]
+        need = need + xp.maximum(held - 1.0, 0.0) * prob.operand_bytes[name]
     return need
 
 
-def _tile_bytes(prob: Problem, name: str, tile: dict[str, Arr]) -> Arr:
+def _tile_bytes(prob: Problem, name: str, tile: dict[str, Arr], xp: Any = _NP) -> Arr:
     """Bytes of ``name`` in one full SRAM tile (the ifmap region, capped at the padded input)."""
     if name != "input":
         return footprint(name, tile, prob.stride, window=True) * prob.operand_bytes[name]
-    rows = np.minimum((tile["P"] - 1) * prob.stride + tile["R"], prob.padded_h)
-    cols = np.minimum((tile["Q"] - 1) * prob.stride + tile["S"], prob.padded_w)
+    rows = xp.minimum((tile["P"] - 1) * prob.stride + tile["R"], prob.padded_h)
+    cols = xp.minimum((tile["Q"] - 1) * prob.stride + tile["S"], prob.padded_w)
     return tile["G"] * tile["N"] * tile["C"] * rows * cols * prob.operand_bytes[name]
 
 
@@ -513,21 +664,71 @@ def tile_compute(
     a remainder tile has its smaller extents) with the register-file factors ``rf``: its folds ×
     (fold overhead + streamed cycles), as summed by the analyzer (no SCALE-Sim −1)."""
     rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
-    arr = {d: np.array([float(ext[d])]) for d in DIMS}
-    factors = {d: np.array([float(min(rf.get(d, 1), ext[d]))]) for d in template.rf_split}
-    sums = _tile_folds(prob, template, arr, factors, chip, rate)
-    return float(sums["cycles"][0]), float(sums["folds"][0])
+    arr = {d: float(ext[d]) for d in DIMS}
+    factors = {d: float(min(rf.get(d, 1), ext[d])) for d in template.rf_split}
+    sums = _tile_folds(prob, template, arr, factors, chip, rate, _PY)  # type: ignore[arg-type]
+    return float(sums["cycles"]), float(sums["folds"])
 
 
 def tile_operand_bytes(prob: Problem, name: str, ext: dict[str, int]) -> float:
     """Bytes of operand ``name`` in ONE SRAM tile of extents ``ext`` (every dim of
     :data:`DIMS`): the input region (with its halo, capped at the padded input), the weights, or
     the outputs (at the output dtype, before any epilogue scale)."""
-    arr = {d: np.array([float(ext[d])]) for d in DIMS}
-    return float(np.asarray(_tile_bytes(prob, name, arr)).reshape(-1)[0])
+    arr = {d: float(ext[d]) for d in DIMS}
+    return float(_tile_bytes(prob, name, arr, _PY))  # type: ignore[arg-type]
+
+
+def _all_tiles_one(
+    prob: Problem,
+    tpl: Template,
+    tile: dict[str, float],
+    rf: dict[str, float],
+    chip: Chip,
+    rate: float,
+) -> dict[str, float]:
+    """:func:`_all_tiles` of ONE candidate in plain floats (the same operations, in the same
+    order, as the array path performs for that candidate's element)."""
+    classes: list[list[tuple[float, float]]] = []
+    for d in DIMS:
+        extent = float(prob.dims[d])
+        t = tile[d]
+        n = float(math.ceil(extent / t - 1e-9))
+        rem = extent - (n - 1) * t
+        has_rem = rem < t - 0.5
+        full_count = n - has_rem
+        classes.append([(t, full_count), (rem, 1.0)] if has_rem else [(t, full_count)])
+    total: dict[str, float] | None = None
+    for combo in itertools.product(*classes):
+        count = _prod(c for _, c in combo)
+        if not count > 0.5:
+            continue
+        ext = {d: e for d, (e, _) in zip(DIMS, combo, strict=True)}
+        sums = _tile_folds(prob, tpl, ext, rf, chip, rate, _PY)  # type: ignore[arg-type]
+        if total is None:
+            total = {key: count * value for key, value in sums.items()}
+        else:
+            for key, value in sums.items():
+                total[key] = total[key] + count * value
+    return total or {}
 
 
 # --- the DRAM level ------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _order_structure(
+    orders: tuple[tuple[str, ...], ...],
+) -> tuple[list[str], npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """What :func:`_dram` needs of the loop orders alone: the dims they use, each loop's dim
+    index (orders, loops) and, per operand, the loops whose dim the operand does not depend on
+    (operands, orders, loops, 1)."""
+    used = [d for d in DIMS if any(d in order for order in orders)]
+    where = np.array([[used.index(d) for d in order] for order in orders], dtype=np.intp)
+    deps = np.array([[d in DEPENDS[name] for d in used] for name in OPERANDS])
+    free = ~deps[:, where][:, :, :, None]
+    for a in (where, free):
+        a.flags.writeable = False
+    return used, where, free
 
 
 def _dram(
@@ -541,34 +742,34 @@ def _dram(
     that only dealt loops leave unchanged is fetched once per core that needs it (partial sums
     of a dealt reduction loop meet in DRAM).
     """
-    used = [d for d in DIMS if any(d in order for order in orders)]
-    where = np.array([[used.index(d) for d in order] for order in orders], dtype=np.intp)
+    used, where, free = _order_structure(orders)
     stacked = np.stack([counts[d] for d in used])  # (dims, candidates)
     pos = stacked[where]  # (orders, loops, candidates)
-    n_orders, n_loops = where.shape
-    dealt = np.zeros(pos.shape, dtype=bool)
-    iterations = np.ones_like(pos[:, 0])
-    for j in range(n_loops):
-        active = iterations < cores
-        dealt[:, j] = active
-        iterations = np.where(active, iterations * pos[:, j], iterations)
+    # loops are dealt from the outside while the iterations dealt so far leave a core idle:
+    # the running product only grows (every count >= 1), so loop j is dealt exactly when the
+    # product of the loops above it is below the core count (whole numbers: exact products,
+    # and a product too large to be exact is still far above any core count)
+    n_loops = where.shape[1]
+    above_product = np.empty_like(pos)
+    above_product[:, 0] = 1.0
+    for j in range(1, n_loops):
+        np.multiply(above_product[:, j - 1], pos[:, j - 1], out=above_product[:, j])
+    dealt = above_product < cores
+    iterations = np.where(dealt, pos, 1.0).prod(axis=1)
     cores_used = np.minimum(iterations, cores)
-    # inside[o, i, k]: dim used[k] is a loop of order o below its position i
-    rank = np.full((n_orders, len(used)), -1)
-    rank[np.arange(n_orders)[:, None], where] = np.arange(n_loops)
-    inside = np.arange(n_loops)[None, :, None] < rank[:, None, :]
-    iterates = (stacked > 1.5).astype(np.float64)
+    # above[x, o, i]: a loop below position i that operand x depends on iterates
+    # (operands, orders, loops, candidates): an OR accumulated from the innermost loop out
+    moving = (pos > 1.5)[None] & ~free  # the loop's dim iterates and operand x depends on it
+    above = np.zeros(moving.shape, dtype=bool)
+    for j in range(n_loops - 2, -1, -1):
+        np.logical_or(above[:, :, j + 1], moving[:, :, j + 1], out=above[:, :, j])
+    # the factors are whole numbers: their products are exact in any order
+    refetch_all = np.where(above & free, pos, 1.0).prod(axis=2)
+    copies_all = np.where(~above & dealt & free, pos, 1.0).prod(axis=2)
     reads: dict[str, Arr] = {}
     writes: dict[str, Arr] = {}
-    for name in OPERANDS:
-        dep = np.array([d in DEPENDS[name] for d in used])
-        # above[o, i]: a loop below position i that the operand depends on iterates
-        above = ((inside & dep).astype(np.float64) @ iterates) > 0.5
-        free = ~dep[where][:, :, None]
-        # the factors are whole numbers: their product is exact in any order
-        refetch = np.where(above & free, pos, 1.0).prod(axis=1)
-        copies = np.where(~above & dealt & free, pos, 1.0).prod(axis=1)
-        refetch = refetch * np.minimum(copies, cores_used)
+    for x, name in enumerate(OPERANDS):
+        refetch = refetch_all[x] * np.minimum(copies_all[x], cores_used)
         total = _total_footprint(prob, name, counts) * prob.operand_bytes[name]
         if name == "output":
             spill = total * (refetch - 1.0)
@@ -578,9 +779,48 @@ def _dram(
     return reads, writes, iterations
 
 
+def _dram_one(
+    prob: Problem, counts: dict[str, float], order: tuple[str, ...], cores: int
+) -> tuple[dict[str, float], dict[str, float], float]:
+    """:func:`_dram` of ONE candidate and ONE order in plain floats (every refetch and copy
+    factor is a whole number, so its product is exact in any order)."""
+    pos = [counts[d] for d in order]
+    iterations = 1.0
+    dealt = []
+    for p in pos:
+        active = iterations < cores
+        dealt.append(active)
+        if active:
+            iterations = iterations * p
+    cores_used = iterations if iterations < cores else float(cores)
+    reads: dict[str, float] = {}
+    writes: dict[str, float] = {}
+    for name in OPERANDS:
+        dep = DEPENDS[name]
+        refetch = copies = 1.0
+        above = False  # a loop below this one that the operand depends on iterates
+        for j in range(len(order) - 1, -1, -1):
+            d = order[j]
+            if d not in dep:
+                if above:
+                    refetch = refetch * pos[j]
+                elif dealt[j]:
+                    copies = copies * pos[j]
+            elif pos[j] > 1.5:
+                above = True
+        refetch = refetch * (copies if copies < cores_used else cores_used)
+        total = _total_footprint(prob, name, counts) * prob.operand_bytes[name]
+        if name == "output":
+            spill = total * (refetch - 1.0)
+            reads[name], writes[name] = spill, spill + total * prob.output_write_scale
+        else:
+            reads[name], writes[name] = total * refetch, 0.0
+    return reads, writes, iterations
+
+
 def _total_footprint(prob: Problem, name: str, counts: dict[str, Arr]) -> Arr:
     """Elements of ``name`` summed over all distinct tiles (whole tensor plus input halos)."""
-    total: Any = np.ones_like(counts["G"])
+    total: Any = 1.0
     dims = prob.dims
     for axis in AXES[name]:
         if axis == ("P", "R"):
@@ -637,14 +877,51 @@ def evaluate_orders(
     that depend on the order are arrays of shape (orders, candidates), the others of shape
     (candidates,) (each element computed exactly as :func:`evaluate` computes it)."""
     rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
-    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     sums = folds if folds is not None else _all_tiles(prob, tpl, tile, rf, chip, rate)
     counts = {d: _ceil_div(np.full_like(tile[d], float(prob.dims[d])), tile[d]) for d in DIMS}
-    dram_rd, dram_wr, iterations = _dram(prob, counts, orders, cores)
+    dram = _dram(prob, counts, orders, chip.cores)
+    return _figures(prob, tpl, chip, tile, rf, rate, sums, counts, dram, _NP)
+
+
+def _evaluate_one(
+    prob: Problem,
+    tpl: Template,
+    chip: Chip,
+    tile: dict[str, float],
+    order: tuple[str, ...],
+    rf: dict[str, float],
+) -> dict[str, Any]:
+    """:func:`evaluate` of ONE tiling in plain Python floats: every figure a float (or bool),
+    equal bit for bit to the element the array path computes (the same IEEE operations in the
+    same order, without numpy's per-call overhead)."""
+    rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
+    sums = _all_tiles_one(prob, tpl, tile, rf, chip, rate)
+    counts = {d: float(math.ceil(float(prob.dims[d]) / tile[d] - 1e-9)) for d in DIMS}
+    dram = _dram_one(prob, counts, order, chip.cores)
+    return _figures(prob, tpl, chip, tile, rf, rate, sums, counts, dram, _PY)  # type: ignore[arg-type]
+
+
+def _figures(
+    prob: Problem,
+    tpl: Template,
+    chip: Chip,
+    tile: dict[str, Arr],
+    rf: dict[str, Arr],
+    rate: float,
+    sums: dict[str, Arr],
+    counts: dict[str, Arr],
+    dram: tuple[dict[str, Arr], dict[str, Arr], Arr],
+    xp: Any,
+) -> dict[str, Any]:
+    """The figures of :func:`evaluate_orders` from the fold totals ``sums``, the DRAM loop
+    counts and the DRAM traffic (arrays with ``xp`` = :data:`_NP`, floats with :data:`_PY`)."""
+    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
+    _ceil_div = xp.ceil_div
+    dram_rd, dram_wr, iterations = dram
     ob = prob.operand_bytes
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
     traffic: dict[str, dict[str, tuple[Arr, Arr]]] = {level: {} for level in LEVELS}
-    zero = np.zeros_like(tile["G"])
+    zero = xp.zeros_like(tile["G"])
     for name in OPERANDS:
         b = ob[name]
         traffic["dram"][name] = (dram_rd[name], dram_wr[name])
@@ -661,26 +938,26 @@ def evaluate_orders(
             traffic["array"][name] = (deliver * b, zero)
             traffic["register_file"][name] = (
                 rf_slots * b,
-                np.where(rf_slots > 0, deliver * b, 0.0),
+                xp.where(rf_slots > 0, deliver * b, 0.0),
             )
 
     waves = _ceil_div(iterations, cores)
     bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
-    compute_cycles = np.maximum(
-        _ceil_div(sums["cycles"] / iterations * waves, 1.0) - 1, bound_cycles
+    compute_cycles = xp.maximum(
+        _ceil_div(sums["cycles"] / iterations * waves, 1.0) - 1, float(bound_cycles)
     )
-    tile_bytes = {name: _tile_bytes(prob, name, tile) for name in OPERANDS}
+    tile_bytes = {name: _tile_bytes(prob, name, tile, xp) for name in OPERANDS}
     dram_bytes = sum(r + w for r, w in traffic["dram"].values())
     per_cycle = (
         chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
     )
-    cores_used = np.minimum(iterations, cores)
+    cores_used = xp.minimum(iterations, float(cores))
     first = cores_used * (tile_bytes["input"] + tile_bytes["weight"]) / per_cycle
     last = cores_used * tile_bytes["output"] / per_cycle
     dram_cycles = dram_bytes / per_cycle
     busy = compute_cycles / chip.calibration.compute(prob.mac_class)
-    rest = np.maximum(dram_cycles - first - last, 0.0)
-    total_cycles = first + np.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz
+    rest = xp.maximum(dram_cycles - first - last, 0.0)
+    total_cycles = first + xp.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz
     return {
         "traffic": traffic,
         "iterations": iterations,
@@ -693,7 +970,7 @@ def evaluate_orders(
         "compute_utilization": sums["util_num"] / sums["util_den"],
         "overall_utilization": prob.macs / (total_cycles * rows * cols * cores * rate),
         "sram_bytes": 2.0 * sum(tile_bytes.values()),
-        "rf_bytes": _rf_need(prob, tpl, tile, rf),
+        "rf_bytes": _rf_need(prob, tpl, tile, rf, xp),
         "dram_bytes": dram_bytes,
         "dram_cycles": dram_cycles,
         "first_load_cycles": first,
@@ -750,9 +1027,13 @@ def build_mapping(
 ) -> Mapping:
     """The :class:`Mapping` of one tiling (``tile`` has every dim, ``order`` every tileable dim)."""
     rf_full = {d: min(rf.get(d, 1), tile[d]) for d in template.rf_split}
-    arr = {d: np.array([float(v)]) for d, v in tile.items()}
-    fig = evaluate_orders(
-        prob, template, chip, arr, (order,), {d: np.array([float(v)]) for d, v in rf_full.items()}
+    fig = _evaluate_one(
+        prob,
+        template,
+        chip,
+        {d: float(v) for d, v in tile.items()},
+        order,
+        {d: float(v) for d, v in rf_full.items()},
     )
     return mapping_of(prob, template, chip, tile, order, rf_full, fig, 0, 0)
 
@@ -769,9 +1050,12 @@ def mapping_of(
     i: int,
 ) -> Mapping:
     """The :class:`Mapping` of candidate ``i`` with the ``o``-th order of the figures ``fig`` of
-    :func:`evaluate_orders` (``tile`` and ``rf_full``, its factors capped at the tile, as ints)."""
+    :func:`evaluate_orders` (``tile`` and ``rf_full``, its factors capped at the tile, as ints),
+    or of the plain-float figures of :func:`_evaluate_one` (``o`` and ``i`` then unused)."""
 
     def one(x: Any) -> float:
+        if not isinstance(x, np.ndarray):
+            return float(x)
         return float(x[o, i] if x.ndim == 2 else x[i])
 
     traffic = {
@@ -824,5 +1108,5 @@ def mapping_of(
         last_store_cycles=one(fig["last_store_cycles"]),
         total_cycles=total_cycles,
         time_s=total_cycles / chip.freq_hz,
-        bound="compute" if bool(fig["compute_bound"][o, i]) else "memory",
+        bound="compute" if one(fig["compute_bound"]) else "memory",
     )

@@ -154,12 +154,19 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     ladders = {d: _ladder(prob.dims[d], _aligns(tpl, d, chip)) for d in _CUT}
     axes = [np.array(ladders[d], dtype=np.float64) for d in _CUT]
     axes.append(np.arange(len(rf_opts), dtype=np.float64))
-    # the cartesian product in itertools.product order (last axis fastest)
-    grid = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
-    tile = {d: grid[:, i] for i, d in enumerate(_CUT)}
+    # the cartesian product in itertools.product order (last axis fastest), one row per axis
+    total = 1
+    for a in axes:
+        total *= len(a)
+    grid = np.empty((len(axes), total))
+    inner = total
+    for j, a in enumerate(axes):
+        inner //= len(a)
+        grid[j].reshape(-1, len(a), inner)[...] = a[:, None]
+    tile = {d: grid[i] for i, d in enumerate(_CUT)}
     for d in DIMS:
-        tile.setdefault(d, np.full(len(grid), float(prob.dims[d])))
-    choice = grid[:, -1].astype(int)
+        tile.setdefault(d, np.full(total, float(prob.dims[d])))
+    choice = grid[-1].astype(int)
     rf = {d: np.array([o[d] for o in rf_opts], dtype=np.float64)[choice] for d in tpl.rf_split}
     need = 2.0 * sum(_tile_bytes(prob, name, tile) for name in OPERANDS)
     ok = need <= chip.sram.capacity_bytes
@@ -187,7 +194,12 @@ def _search(
         pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip)
         cost = pj if objective == "energy" else pj * seconds
     flat = np.broadcast_to(cost, fig["total_cycles"].shape).reshape(-1)  # order-major
-    picks = np.argsort(flat, kind="stable")[:top_k]
+    # the first cheapest (as the stable sort ranks it first) unless a NaN makes argmin differ
+    first = int(np.argmin(flat))
+    if top_k == 1 and not np.isnan(flat[first]):
+        picks = np.array([first])
+    else:
+        picks = np.argsort(flat, kind="stable")[:top_k]
     out = []
     n = len(tile["G"])
     for pick in picks:
