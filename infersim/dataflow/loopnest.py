@@ -53,7 +53,7 @@ import itertools
 import math
 import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -445,9 +445,11 @@ def _tile_folds(
     chip: Chip,
     rate: float,
     xp: Any = _NP,
+    cycles_only: bool = False,
 ) -> dict[str, Arr]:
     """Fold-level totals of ONE SRAM tile of extents ``ext`` (cycles, folds, elements); ``xp``
-    is :data:`_NP` for arrays of candidates or :data:`_PY` for plain floats."""
+    is :data:`_NP` for arrays of candidates or :data:`_PY` for plain floats. With
+    ``cycles_only``, the cycles alone (the same operations as the full call makes for them)."""
     rows, cols = chip.array.rows, chip.array.cols
     _ceil_div = xp.ceil_div
     f = {d: xp.minimum(rf[d], ext[d]) for d in tpl.rf_split}
@@ -464,6 +466,8 @@ def _tile_folds(
     t_macs = _prod(pe.values())
     t_cycles = _ceil_div(t_macs, rate)
     folds = temporal * _ceil_div(rows_ext, rows) * _ceil_div(cols_ext, cols)
+    if cycles_only:
+        return {"cycles": folds * (tpl.fold_cycles.overhead_cycles(rows, cols) + t_cycles)}
     used = temporal * rows_ext * cols_ext
     out = {
         "cycles": folds * (tpl.fold_cycles.overhead_cycles(rows, cols) + t_cycles),
@@ -484,6 +488,8 @@ def _tile_folds(
         _feed_stacked(prob, tpl, out, combos, part, pe, temporal, size)
         return out
     for ru, nr, cu, nc in combos:
+        if not (nr and nc):  # no such fold: it adds 0.0 × a finite footprint (no change)
+            continue
         x = {**_split(ru, tpl.rows, part, xp), **_split(cu, tpl.cols, part, xp)}
         fold_ext = {d: x.get(d, 1.0) * pe.get(d, 1.0) for d in DIMS}
         weight = temporal * nr * nc
@@ -530,27 +536,53 @@ def _feed_stacked(
         out[f"feed_{name}"] = acc
 
 
-def _tile_classes(prob: Problem, tile: dict[str, Arr]) -> list[list[tuple[Arr, Arr | None]]]:
+def _tile_classes(
+    prob: Problem, tile: dict[str, Arr], counts: dict[str, Arr] | None = None
+) -> list[list[tuple[Arr, Arr | None]]]:
     """Per dim of :data:`DIMS`, its tile classes: (extent, count per candidate) of the full
-    tiles and, when some candidate has one, of the remainder tile."""
-    dims = prob.dims
+    tiles and, when some candidate has one, of the remainder tile. ``counts``, when given,
+    receives the tiles per dim (as :func:`evaluate_orders` computes them; read-only, the
+    whole dims share one array of ones)."""
     # a count of None is 1 on every candidate (the dim is whole in every tile): it is left out
-    # of the products (a factor 1.0 changes no product)
+    # of the products (a factor 1.0 changes no product). Every dim is handled in one stacked
+    # pass (rows of one array: the same element operations as dim by dim).
+    extents = np.array([float(prob.dims[d]) for d in DIMS])[:, None]
+    stacked = np.stack([tile[d] for d in DIMS])
+    whole = (stacked == extents).all(axis=1).tolist()
+    cut = [j for j, w in enumerate(whole) if not w]
+    rows: dict[int, tuple[Arr, Arr, Arr, Arr | None]] = {}
+    if cut:
+        t = stacked[cut]
+        n = _ceil_div(np.broadcast_to(extents[cut], t.shape), t)
+        rem = extents[cut] - (n - 1) * t
+        has_rem: npt.NDArray[np.bool_] = rem < t - 0.5
+        full_count: Arr = n - has_rem
+        any_rem: Any = has_rem.any(axis=1).tolist()
+        for r, j in enumerate(cut):
+            rows[j] = (n[r], full_count[r], rem[r], has_rem[r] if any_rem[r] else None)
     classes: list[list[tuple[Arr, Arr | None]]] = []
-    for d in DIMS:
-        extent = float(dims[d])
-        if (tile[d] == extent).all():
+    ones: Arr | None = None
+    for j, d in enumerate(DIMS):
+        if whole[j]:
             classes.append([(tile[d], None)])
+            if counts is not None:  # ceil(1 - 1e-9) on every candidate (one shared array)
+                if ones is None:
+                    ones = np.ones_like(tile[d])
+                counts[d] = ones
             continue
-        n = _ceil_div(np.full_like(tile[d], extent), tile[d])
-        rem = extent - (n - 1) * tile[d]
-        has_rem = rem < tile[d] - 0.5
-        full_count = n - has_rem
-        if np.all(~has_rem):
-            classes.append([(tile[d], full_count)])
+        n_d, full_d, rem_d, has_d = rows[j]
+        if counts is not None:
+            counts[d] = n_d
+        if has_d is None:
+            classes.append([(tile[d], full_d)])
         else:
-            classes.append([(tile[d], full_count), (rem, has_rem.astype(np.float64))])
+            classes.append([(tile[d], full_d), (rem_d, has_d.astype(np.float64))])
     return classes
+
+
+_DENSE_MAX = 16384
+"""Elements (classes × candidates) up to which :func:`_all_tiles` analyzes every class on
+every candidate (fewer numpy calls); above it, each class on the candidates that have it."""
 
 
 def _all_tiles(
@@ -560,16 +592,68 @@ def _all_tiles(
     rf: dict[str, Arr],
     chip: Chip,
     rate: float,
+    cycles_only: bool = False,
+    counts: dict[str, Arr] | None = None,
 ) -> dict[str, Arr]:
     """Fold-level totals over every SRAM tile: each class of tile (full or remainder extent per
-    cut dim) is analyzed once, on the candidates that have it, and weighted by its count."""
-    classes = _tile_classes(prob, tile)
+    cut dim) is analyzed once, on the candidates that have it, and weighted by its count (with
+    ``cycles_only``, the cycles alone)."""
+    classes = _tile_classes(prob, tile, counts)
     # a dim whole in every tile enters the fold analysis as one float (the same value on every
     # candidate: numpy broadcasts it, element for element the same operations), unless every
     # dim is whole
     whole = {d for d, cl in zip(DIMS, classes, strict=True) if cl[0][1] is None}
     if len(whole) == len(DIMS):
         whole = set()
+    # Every class is analyzed on EVERY candidate in ONE stacked call (dense): a candidate
+    # without a class has a count of 0.0 there, and its finite totals for it (every extent
+    # is >= 1) weigh 0.0, which adds nothing (x + 0.0 == x). The weighted totals are summed
+    # per candidate in class order (the same additions, in the same order, as summing over
+    # the classes each candidate has).
+    combos = list(itertools.product(*classes))
+    n = len(tile["G"])
+    if len(combos) > 1 and len(combos) * n > _DENSE_MAX:
+        return _all_tiles_masked(prob, tpl, tile, rf, chip, rate, cycles_only, classes, whole)
+    weights: list[Arr] = []
+    for combo in combos:
+        count = _prod(c for _, c in combo if c is not None)
+        weights.append(np.ones_like(tile["G"]) if isinstance(count, float) else count)
+    k = len(combos)
+    ext: dict[str, Any] = {}
+    for j, d in enumerate(DIMS):
+        if d in whole:
+            ext[d] = float(prob.dims[d])
+        elif k == 1:
+            ext[d] = combos[0][j][0]
+        else:
+            ext[d] = np.concatenate([combo[j][0] for combo in combos])
+    rf_k = {d: v if k == 1 else np.concatenate([v] * k) for d, v in rf.items()}
+    sums = _tile_folds(prob, tpl, ext, rf_k, chip, rate, _NP, cycles_only)
+    if k == 1:
+        return {key: weights[0] * value for key, value in sums.items()}
+    keys = list(sums)
+    stacked = np.empty((len(keys), k * n))
+    for j, key in enumerate(keys):
+        stacked[j] = sums[key]  # a figure the same on every candidate is broadcast
+    weighted = (np.concatenate(weights) * stacked).reshape(len(keys), k, n)
+    acc = np.zeros((len(keys), n))
+    for j in range(k):
+        acc = acc + weighted[:, j]
+    return {key: acc[j] for j, key in enumerate(keys)}
+
+
+def _all_tiles_masked(
+    prob: Problem,
+    tpl: Template,
+    tile: dict[str, Arr],
+    rf: dict[str, Arr],
+    chip: Chip,
+    rate: float,
+    cycles_only: bool,
+    classes: list[list[tuple[Arr, Arr | None]]],
+    whole: set[str],
+) -> dict[str, Arr]:
+    """:func:`_all_tiles` analyzing each class only on the candidates that have it."""
     # Every class present on some candidate is analyzed in ONE stacked call; the weighted
     # totals are then summed per candidate in class order (the same additions, in the same
     # order, as summing class by class).
@@ -603,7 +687,9 @@ def _all_tiles(
         return {}
     if len(parts) == 1:
         ext = {d: v[0] for d, v in exts.items()}
-        sums = _tile_folds(prob, tpl, ext, {d: v[0] for d, v in rfs.items()}, chip, rate)
+        sums = _tile_folds(
+            prob, tpl, ext, {d: v[0] for d, v in rfs.items()}, chip, rate, _NP, cycles_only
+        )
         count = weights[0]
         if parts[0][0] is None:
             return {key: count * value for key, value in sums.items()}
@@ -614,7 +700,9 @@ def _all_tiles(
             total[key] = acc
         return total
     ext = {d: v[0] if d in whole else np.concatenate(v) for d, v in exts.items()}
-    sums = _tile_folds(prob, tpl, ext, {d: np.concatenate(v) for d, v in rfs.items()}, chip, rate)
+    sums = _tile_folds(
+        prob, tpl, ext, {d: np.concatenate(v) for d, v in rfs.items()}, chip, rate, _NP, cycles_only
+    )
     keys = list(sums)
     stacked = np.empty((len(keys), start))
     for j, key in enumerate(keys):
@@ -715,20 +803,86 @@ def _all_tiles_one(
 # --- the DRAM level ------------------------------------------------------------------------
 
 
+class _OrderStructure(NamedTuple):
+    """What :func:`_dram` needs of the loop orders alone (see :func:`_order_structure`)."""
+
+    used: list[str]
+    where: npt.NDArray[np.intp]
+    row_dim: npt.NDArray[np.intp]
+    row_loop: npt.NDArray[np.intp]
+    row_order: npt.NDArray[np.intp]
+    below: npt.NDArray[np.float64]
+    starts: npt.NDArray[np.intp]
+    groups: tuple[int, ...]
+
+
 @functools.lru_cache(maxsize=64)
-def _order_structure(
-    orders: tuple[tuple[str, ...], ...],
-) -> tuple[list[str], npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+def _order_structure(orders: tuple[tuple[str, ...], ...]) -> _OrderStructure:
     """What :func:`_dram` needs of the loop orders alone: the dims they use, each loop's dim
-    index (orders, loops) and, per operand, the loops whose dim the operand does not depend on
-    (operands, orders, loops, 1)."""
+    index (loops, orders) and one row per (operand, order, loop whose dim the operand does not
+    depend on), loops outer to inner: its dim, loop and order, and the dims below it that the
+    operand depends on (rows, dims); ``starts`` the first row of each (operand, order) group,
+    ``groups`` the rows per order of each operand."""
     used = [d for d in DIMS if any(d in order for order in orders)]
-    where = np.array([[used.index(d) for d in order] for order in orders], dtype=np.intp)
-    deps = np.array([[d in DEPENDS[name] for d in used] for name in OPERANDS])
-    free = ~deps[:, where][:, :, :, None]
-    for a in (where, free):
-        a.flags.writeable = False
-    return used, where, free
+    where = np.array([[used.index(d) for d in order] for order in orders], dtype=np.intp).T
+    row_dim: list[int] = []
+    row_loop: list[int] = []
+    row_order: list[int] = []
+    below: list[list[float]] = []
+    starts: list[int] = []
+    groups: list[int] = []
+    for name in OPERANDS:
+        dep = DEPENDS[name]
+        groups.append(sum(d not in dep for d in orders[0]))
+        for o, order in enumerate(orders):
+            if groups[-1]:  # an operand without rows has no groups (its factors are all 1.0)
+                starts.append(len(row_dim))
+            for j, d in enumerate(order):
+                if d in dep:
+                    continue
+                row_dim.append(used.index(d))
+                row_loop.append(j)
+                row_order.append(o)
+                mask = [0.0] * len(used)
+                for inner in order[j + 1 :]:
+                    if inner in dep:
+                        mask[used.index(inner)] = 1.0
+                below.append(mask)
+    arrays = (
+        np.ascontiguousarray(where),
+        np.array(row_dim, dtype=np.intp),
+        np.array(row_loop, dtype=np.intp),
+        np.array(row_order, dtype=np.intp),
+        np.array(below, dtype=np.float64).reshape(len(row_dim), len(used)),
+        np.array(starts, dtype=np.intp),
+    )
+    for arr in arrays:
+        arr.flags.writeable = False
+    return _OrderStructure(used, *arrays, tuple(groups))
+
+
+@functools.lru_cache(maxsize=64)
+def _dims_of(orders: tuple[tuple[str, ...], ...]) -> list[str]:
+    """The dims of :data:`DIMS` that some of ``orders`` loops over."""
+    return [d for d in DIMS if any(d in order for order in orders)]
+
+
+@functools.lru_cache(maxsize=256)
+def _reduced_structure(
+    orders: tuple[tuple[str, ...], ...], iterates: tuple[bool, ...]
+) -> tuple[_OrderStructure, list[int] | None]:
+    """:func:`_order_structure` of ``orders`` without the loops that never iterate
+    (``iterates``: per dim of :func:`_dims_of`, whether its count exceeds 1 on some
+    candidate), and the rows of those dims' counts it uses (None: all)."""
+    in_orders = _dims_of(orders)
+    varying = {d for d, v in zip(in_orders, iterates, strict=True) if v}
+    reduced = tuple(tuple(d for d in order if d in varying) for order in orders)
+    if varying and len({len(order) for order in reduced}) == 1:
+        orders = reduced
+    st = _order_structure(orders)
+    if len(st.used) == len(in_orders):
+        return st, None
+    return st, [in_orders.index(d) for d in st.used]
 
 
 def _dram(
@@ -742,40 +896,71 @@ def _dram(
     that only dealt loops leave unchanged is fetched once per core that needs it (partial sums
     of a dealt reduction loop meet in DRAM).
     """
-    used, where, free = _order_structure(orders)
-    stacked = np.stack([counts[d] for d in used])  # (dims, candidates)
-    pos = stacked[where]  # (orders, loops, candidates)
-    # loops are dealt from the outside while the iterations dealt so far leave a core idle:
-    # the running product only grows (every count >= 1), so loop j is dealt exactly when the
-    # product of the loops above it is below the core count (whole numbers: exact products,
-    # and a product too large to be exact is still far above any core count)
-    n_loops = where.shape[1]
-    above_product = np.empty_like(pos)
-    above_product[:, 0] = 1.0
-    for j in range(1, n_loops):
-        np.multiply(above_product[:, j - 1], pos[:, j - 1], out=above_product[:, j])
-    dealt = above_product < cores
-    iterations = np.where(dealt, pos, 1.0).prod(axis=1)
+    # a loop whose count is 1 on every candidate changes no product and no "iterates" test:
+    # it is left out (x * 1.0 == x exactly, so every figure is unchanged)
+    in_orders = _dims_of(orders)
+    every = np.stack([counts[d] for d in in_orders])  # (dims, candidates)
+    st, rows = _reduced_structure(orders, tuple((every.max(axis=1) > 1.5).tolist()))
+    stacked = every if rows is None else every[rows]
+    n_loops, n_orders = st.where.shape
+    single = cores <= 1  # no loop is ever dealt (every product of counts is >= 1)
+    if single:
+        iterations = np.ones((n_orders, stacked.shape[1]))
+        dealt = None
+    else:
+        pos = stacked[st.where]  # (loops, orders, candidates)
+        # loops are dealt from the outside while the iterations dealt so far leave a core
+        # idle: the running product only grows (every count >= 1), so loop j is dealt exactly
+        # when the product of the loops above it is below the core count (whole numbers:
+        # exact products, and a product too large to be exact is still far above any core
+        # count)
+        above_product = np.empty_like(pos)
+        above_product[0] = 1.0
+        for j in range(1, n_loops):
+            np.multiply(above_product[j - 1], pos[j - 1], out=above_product[j])
+        dealt = above_product < cores
+        # products over the loops, outer to inner (the loop axis leads: one multiply a step)
+        iterations = np.where(dealt, pos, 1.0).prod(axis=0)
     cores_used = np.minimum(iterations, cores)
-    # above[x, o, i]: a loop below position i that operand x depends on iterates
-    # (operands, orders, loops, candidates): an OR accumulated from the innermost loop out
-    moving = (pos > 1.5)[None] & ~free  # the loop's dim iterates and operand x depends on it
-    above = np.zeros(moving.shape, dtype=bool)
-    for j in range(n_loops - 2, -1, -1):
-        np.logical_or(above[:, :, j + 1], moving[:, :, j + 1], out=above[:, :, j])
-    # the factors are whole numbers: their products are exact in any order
-    refetch_all = np.where(above & free, pos, 1.0).prod(axis=2)
-    copies_all = np.where(~above & dealt & free, pos, 1.0).prod(axis=2)
+    ones = np.ones_like(iterations)
+    refetch_all: list[Arr] = [ones] * len(OPERANDS)
+    copies_all: list[Arr] = [ones] * len(OPERANDS)
+    if len(st.row_dim):
+        # per row (operand, order, loop the operand does not depend on): whether a loop below
+        # it that the operand depends on iterates; only these loops' factors differ from 1.0,
+        # and they are multiplied in loop order, outer to inner (the same products as over
+        # every loop with factors 1.0 between them)
+        above = (st.below @ (stacked > 1.5).astype(np.float64)) > 0.5
+        factor = stacked[st.row_dim]
+        refetch = np.where(above, factor, 1.0)
+        copies = (
+            refetch  # unused on one core
+            if dealt is None
+            else np.where(~above & dealt[st.row_loop, st.row_order], factor, 1.0)
+        )
+        k = 0
+        for x, g in enumerate(st.groups):
+            if g == 1:
+                refetch_all[x] = refetch[k : k + n_orders]
+                copies_all[x] = copies[k : k + n_orders]
+            elif g:  # the group's rows, outer to inner, multiplied in turn
+                refetch_all[x] = refetch[k : k + n_orders * g].reshape(n_orders, g, -1).prod(1)
+                if dealt is not None:
+                    copies_all[x] = copies[k : k + n_orders * g].reshape(n_orders, g, -1).prod(1)
+            k += n_orders * g
     reads: dict[str, Arr] = {}
     writes: dict[str, Arr] = {}
     for x, name in enumerate(OPERANDS):
-        refetch = refetch_all[x] * np.minimum(copies_all[x], cores_used)
+        # on one core every copy count is capped at 1.0 (no loop is dealt): x * 1.0 == x
+        refetch_x = (
+            refetch_all[x] if single else refetch_all[x] * np.minimum(copies_all[x], cores_used)
+        )
         total = _total_footprint(prob, name, counts) * prob.operand_bytes[name]
         if name == "output":
-            spill = total * (refetch - 1.0)
+            spill = total * (refetch_x - 1.0)
             reads[name], writes[name] = spill, spill + total * prob.output_write_scale
         else:
-            reads[name], writes[name] = total * refetch, np.zeros_like(refetch)
+            reads[name], writes[name] = total * refetch_x, np.zeros_like(refetch_x)
     return reads, writes, iterations
 
 
@@ -818,8 +1003,9 @@ def _dram_one(
     return reads, writes, iterations
 
 
-def _total_footprint(prob: Problem, name: str, counts: dict[str, Arr]) -> Arr:
-    """Elements of ``name`` summed over all distinct tiles (whole tensor plus input halos)."""
+def _total_footprint(prob: Problem, name: str, counts: dict[str, Any]) -> Any:
+    """Elements of ``name`` summed over all distinct tiles (whole tensor plus input halos);
+    ``counts`` are arrays over candidates or plain floats for one tiling."""
     total: Any = 1.0
     dims = prob.dims
     for axis in AXES[name]:
@@ -881,6 +1067,47 @@ def evaluate_orders(
     counts = {d: _ceil_div(np.full_like(tile[d], float(prob.dims[d])), tile[d]) for d in DIMS}
     dram = _dram(prob, counts, orders, chip.cores)
     return _figures(prob, tpl, chip, tile, rf, rate, sums, counts, dram, _NP)
+
+
+def total_cycles_orders(
+    prob: Problem,
+    tpl: Template,
+    chip: Chip,
+    tile: dict[str, Arr],
+    orders: tuple[tuple[str, ...], ...],
+    rf: dict[str, Arr],
+) -> Arr:
+    """The ``total_cycles`` figure of :func:`evaluate_orders` alone, shape (orders, candidates):
+    the same operations, in the same order, as the full call makes for it."""
+    rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
+    counts: dict[str, Arr] = {}
+    sums = _all_tiles(prob, tpl, tile, rf, chip, rate, cycles_only=True, counts=counts)
+    dram_rd, dram_wr, iterations = _dram(prob, counts, orders, chip.cores)
+    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
+    bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
+    tile_bytes = {name: _tile_bytes(prob, name, tile) for name in OPERANDS}
+    dram_bytes = sum(dram_rd[name] + dram_wr[name] for name in OPERANDS)
+    per_cycle = (
+        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
+    )
+    if cores <= 1:
+        # one core: iterations, waves and cores used are all 1.0, and x / 1.0 * 1.0 and
+        # 1.0 * x are x exactly (the figures below, per candidate, broadcast over the orders)
+        compute_cycles = np.maximum(_ceil_div(sums["cycles"], 1.0) - 1, float(bound_cycles))
+        first = (tile_bytes["input"] + tile_bytes["weight"]) / per_cycle
+        last = tile_bytes["output"] / per_cycle
+    else:
+        waves = _ceil_div(iterations, cores)
+        compute_cycles = np.maximum(
+            _ceil_div(sums["cycles"] / iterations * waves, 1.0) - 1, float(bound_cycles)
+        )
+        cores_used = np.minimum(iterations, float(cores))
+        first = cores_used * (tile_bytes["input"] + tile_bytes["weight"]) / per_cycle
+        last = cores_used * tile_bytes["output"] / per_cycle
+    dram_cycles = dram_bytes / per_cycle
+    busy = compute_cycles / chip.calibration.compute(prob.mac_class)
+    rest = np.maximum(dram_cycles - first - last, 0.0)
+    return first + np.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz  # type: ignore[no-any-return]
 
 
 def _evaluate_one(
@@ -1053,10 +1280,13 @@ def mapping_of(
     :func:`evaluate_orders` (``tile`` and ``rf_full``, its factors capped at the tile, as ints),
     or of the plain-float figures of :func:`_evaluate_one` (``o`` and ``i`` then unused)."""
 
-    def one(x: Any) -> float:
+    def one_of(x: Any) -> float:
         if not isinstance(x, np.ndarray):
             return float(x)
         return float(x[o, i] if x.ndim == 2 else x[i])
+
+    # the plain-float figures of _evaluate_one hold no arrays: float() alone picks each
+    one: Any = one_of if isinstance(fig["total_cycles"], np.ndarray) else float
 
     traffic = {
         level: {name: Access(one(r), one(w)) for name, (r, w) in ops.items()}

@@ -36,9 +36,11 @@ from infersim.dataflow.loopnest import (
     _all_tiles,
     _rf_need,
     _tile_bytes,
+    build_mapping,
     evaluate_orders,
     mapping_of,
     problem_of,
+    total_cycles_orders,
 )
 from infersim.dataflow.templates import OPERANDS, TEMPLATES, Template
 from infersim.errors import InfersimError
@@ -163,16 +165,22 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     for j, a in enumerate(axes):
         inner //= len(a)
         grid[j].reshape(-1, len(a), inner)[...] = a[:, None]
-    tile = {d: grid[i] for i, d in enumerate(_CUT)}
+    # the dims never cut enter the fit test as one float (numpy broadcasts it: element for
+    # element the same operations as on a column of that value)
+    tile: dict[str, Any] = {d: grid[i] for i, d in enumerate(_CUT)}
     for d in DIMS:
-        tile.setdefault(d, np.full(total, float(prob.dims[d])))
+        tile.setdefault(d, float(prob.dims[d]))
     choice = grid[-1].astype(int)
     rf = {d: np.array([o[d] for o in rf_opts], dtype=np.float64)[choice] for d in tpl.rf_split}
     need = 2.0 * sum(_tile_bytes(prob, name, tile) for name in OPERANDS)
     ok = need <= chip.sram.capacity_bytes
     if tpl.rf_split:
         ok &= _rf_need(prob, tpl, tile, rf) <= chip.register_file.bytes_per_pe + 1e-9
-    return {d: v[ok] for d, v in tile.items()}, {d: v[ok] for d, v in rf.items()}
+    kept = grid[:, ok]  # one row per axis
+    fit: dict[str, Arr] = {d: kept[i] for i, d in enumerate(_CUT)}
+    for d in DIMS:
+        fit.setdefault(d, np.full(kept.shape[1], float(prob.dims[d])))
+    return fit, {d: v[ok] for d, v in rf.items()}
 
 
 def _search(
@@ -182,6 +190,8 @@ def _search(
     tile, rf = _candidates(prob, tpl, chip)
     if not tile or len(tile["G"]) == 0:
         return []
+    if objective == "latency":
+        return _search_latency(prob, tpl, chip, tile, rf, top_k)
     rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
     folds = _all_tiles(prob, tpl, tile, rf, chip, rate)
     # every order at once: each figure is an array of shape (orders, candidates), element for
@@ -208,6 +218,30 @@ def _search(
         factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
         mapping = mapping_of(prob, tpl, chip, chosen, ORDERS[o], factors, fig, o, i)
         out.append((mapping_cost(mapping, chip, objective), mapping))
+    return out
+
+
+def _search_latency(
+    prob: Problem, tpl: Template, chip: Chip, tile: dict[str, Arr], rf: dict[str, Arr], top_k: int
+) -> list[tuple[float, Mapping]]:
+    """:func:`_search` for latency: only the total cycles of every candidate and order are
+    computed (element for element as :func:`evaluate_orders` gives them, so the picks are the
+    same), then each pick is analyzed alone in plain floats (bit for bit the same figures)."""
+    total = total_cycles_orders(prob, tpl, chip, tile, ORDERS, rf)
+    flat = (total / chip.freq_hz).reshape(-1)  # order-major
+    first = int(np.argmin(flat))
+    if top_k == 1 and not np.isnan(flat[first]):
+        picks = np.array([first])
+    else:
+        picks = np.argsort(flat, kind="stable")[:top_k]
+    out = []
+    n = len(tile["G"])
+    for pick in picks:
+        o, i = divmod(int(pick), n)
+        chosen = {d: int(tile[d][i]) for d in DIMS}
+        factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
+        mapping = build_mapping(prob, tpl, chip, chosen, ORDERS[o], factors)
+        out.append((mapping.time_s, mapping))
     return out
 
 
