@@ -183,6 +183,27 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     return fit, {d: v[ok] for d, v in rf.items()}
 
 
+def _picks(
+    flat: Arr, top_k: int, tile: dict[str, Arr], rf: dict[str, Arr], tpl: Template
+) -> list[tuple[int, int, dict[str, int], dict[str, int]]]:
+    """The ``top_k`` cheapest of the order-major costs ``flat`` as (order index, candidate
+    index, tile extents, RF factors): the first cheapest, as a stable sort ranks it, unless a
+    NaN makes argmin differ."""
+    first = int(np.argmin(flat))
+    if top_k == 1 and not np.isnan(flat[first]):
+        picks = np.array([first])
+    else:
+        picks = np.argsort(flat, kind="stable")[:top_k]
+    n = len(tile["G"])
+    out = []
+    for pick in picks:
+        o, i = divmod(int(pick), n)
+        chosen = {d: int(tile[d][i]) for d in DIMS}
+        factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
+        out.append((o, i, chosen, factors))
+    return out
+
+
 def _search(
     prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int
 ) -> list[tuple[float, Mapping]]:
@@ -204,18 +225,8 @@ def _search(
         pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip)
         cost = pj if objective == "energy" else pj * seconds
     flat = np.broadcast_to(cost, fig["total_cycles"].shape).reshape(-1)  # order-major
-    # the first cheapest (as the stable sort ranks it first) unless a NaN makes argmin differ
-    first = int(np.argmin(flat))
-    if top_k == 1 and not np.isnan(flat[first]):
-        picks = np.array([first])
-    else:
-        picks = np.argsort(flat, kind="stable")[:top_k]
     out = []
-    n = len(tile["G"])
-    for pick in picks:
-        o, i = divmod(int(pick), n)
-        chosen = {d: int(tile[d][i]) for d in DIMS}
-        factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
+    for o, i, chosen, factors in _picks(flat, top_k, tile, rf, tpl):
         mapping = mapping_of(prob, tpl, chip, chosen, ORDERS[o], factors, fig, o, i)
         out.append((mapping_cost(mapping, chip, objective), mapping))
     return out
@@ -229,17 +240,8 @@ def _search_latency(
     same), then each pick is analyzed alone in plain floats (bit for bit the same figures)."""
     total = total_cycles_orders(prob, tpl, chip, tile, ORDERS, rf)
     flat = (total / chip.freq_hz).reshape(-1)  # order-major
-    first = int(np.argmin(flat))
-    if top_k == 1 and not np.isnan(flat[first]):
-        picks = np.array([first])
-    else:
-        picks = np.argsort(flat, kind="stable")[:top_k]
     out = []
-    n = len(tile["G"])
-    for pick in picks:
-        o, i = divmod(int(pick), n)
-        chosen = {d: int(tile[d][i]) for d in DIMS}
-        factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
+    for o, _, chosen, factors in _picks(flat, top_k, tile, rf, tpl):
         mapping = build_mapping(prob, tpl, chip, chosen, ORDERS[o], factors)
         out.append((mapping.time_s, mapping))
     return out
