@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 CORE   := $(VENV)/.installed-core
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test test-all lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,13 @@ demo: $(CORE)
 	$(BIN)/infersim demo
 	$(BIN)/infersim report
 
+# `make test` leaves out the tests marked slow (the rest of the live SCALE-Sim and Triton
+# interpreter runs; it runs a sample of each); `make test-all` runs every test.
 test: $(STAMP)
+	$(BIN)/ruff check infersim tests benchmarks
+	$(BIN)/python -m pytest -m "not slow"
+
+test-all: $(STAMP)
 	$(BIN)/ruff check infersim tests benchmarks
 	$(BIN)/python -m pytest
 

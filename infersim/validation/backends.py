@@ -26,6 +26,17 @@ INTERPRETER_MAX_FLOPS = 2e8
 program per block, ~1 s per 5e7 FLOPs of matmul on this project's CI machine."""
 
 
+DEFAULT_BUDGET_S = 60.0
+"""The cpu backend's default budget for its timed rounds (seconds)."""
+
+
+def rounds_within(rounds: int, round_s: float, budget_s: float) -> int:
+    """How many of ``rounds`` timed rounds of ``round_s`` seconds fit ``budget_s`` (>= 3)."""
+    if round_s <= 0:
+        return rounds
+    return max(3, min(rounds, int(budget_s // round_s)))
+
+
 @dataclass(frozen=True)
 class Check:
     """A correctness check: normalized max error against torch, and the bound it must meet."""
@@ -85,11 +96,13 @@ class CpuBackend:
         rounds: int = 7,
         statistic: Statistic = "median",
         min_round_s: float = 0.02,
+        budget_s: float = DEFAULT_BUDGET_S,
     ) -> None:
         """``threads`` torch threads (default: every usable core); ``timer`` "wall" or "cpu"
         (CPU time of this process, valid with one thread only); ``rounds`` >= 3 rounds;
         ``statistic`` "median" or "min" of the samples is the measurement; kernels shorter
-        than ``min_round_s`` are repeated within a round.
+        than ``min_round_s`` are repeated within a round; the timed rounds are cut (to no
+        fewer than 3) so that they fit ``budget_s`` seconds, as the warm-up run predicts them.
 
         Raises:
             InfersimError: torch missing, or a bad option (the value is in the message).
@@ -108,6 +121,8 @@ class CpuBackend:
             )
         if rounds < 3:
             raise InfersimError(f"rounds(={rounds}) must be >= 3")
+        if not budget_s > 0:
+            raise InfersimError(f"budget_s(={budget_s}) must be > 0")
         if statistic not in STATISTICS:
             raise InfersimError(
                 f"statistic {statistic!r} unknown; allowed: {', '.join(STATISTICS)}"
@@ -116,10 +131,23 @@ class CpuBackend:
         self.rounds = rounds
         self.statistic: Statistic = statistic
         self.min_round_s = min_round_s
+        self.budget_s = budget_s
+
+    def skips(self, kernels: Sequence[KernelBase]) -> dict[str, str]:
+        """Label → reason of each kernel whose dtype this host only emulates (see
+        :func:`~infersim.validation.hostcpu.dtype_speeds`): it is not timed."""
+        from infersim.validation.hostcpu import dtype_speeds
+
+        speeds = dtype_speeds(self.threads)
+        return {
+            k.label: speeds[k.dtype].reason
+            for k in kernels
+            if k.dtype in speeds and not speeds[k.dtype].native
+        }
 
     def device(self) -> DeviceInfo:
-        """CPU model, cores and how this backend uses them."""
-        from infersim.validation.hostcpu import host_info
+        """CPU model, cores, how this backend uses them, and each dtype's probed speed."""
+        from infersim.validation.hostcpu import dtype_speeds, host_info
 
         info = host_info()
         return DeviceInfo(
@@ -131,8 +159,10 @@ class CpuBackend:
                 "timer": self.timer,
                 "statistic": self.statistic,
                 "rounds": self.rounds,
+                "budget_s": self.budget_s,
                 "freq_hz": info.freq_hz,
                 "torch": self.torch.__version__,
+                "dtypes": {n: s.to_dict() for n, s in dtype_speeds(self.threads).items()},
             },
         )
 
@@ -151,14 +181,23 @@ class CpuBackend:
             if progress:
                 progress(f"warm {label}: {estimates[-1] * 1e3:.2f} ms")
         repeats = [max(1, min(20, round(self.min_round_s / max(t, 1e-6)))) for t in estimates]
+        round_s = sum(
+            t * (n + (t < self.min_round_s)) for t, n in zip(estimates, repeats, strict=True)
+        )
+        rounds = rounds_within(self.rounds, round_s, self.budget_s)
+        if progress and rounds < self.rounds:
+            progress(
+                f"{rounds} rounds instead of {self.rounds}: one round takes ~{round_s:.1f} s, "
+                f"the budget is {self.budget_s:g} s"
+            )
         samples: list[list[float]] = [[] for _ in calls]
-        for r in range(self.rounds):
+        for r in range(rounds):
             for i, fn in enumerate(calls):
                 if estimates[i] < self.min_round_s:
                     fn()  # operands into cache
                 samples[i].extend(time_once(fn, self.timer) for _ in range(repeats[i]))
             if progress:
-                progress(f"round {r + 1}/{self.rounds} done")
+                progress(f"round {r + 1}/{rounds} done")
         return samples
 
     def run(
@@ -187,7 +226,7 @@ class CpuBackend:
             arena = cpu_ops.size_arena(list(kernels))
             calls = [cpu_ops.build(k, arena) for k in kernels]
             labels = [k.label for k in kernels]
-            found = hostcpu.probes() if with_probes else []
+            found = hostcpu.probes(self.threads) if with_probes else []
             samples = self._round_robin(
                 [*calls, *(p.run for p in found)], [*labels, *(p.name for p in found)], progress
             )
@@ -197,7 +236,9 @@ class CpuBackend:
         chip = None
         if found:
             best = {p.name: min(s) for p, s in zip(found, samples[len(kernels) :], strict=True)}
-            measured = hostcpu.HostMeasurements.from_best(found, best, self.threads, self.timer)
+            measured = hostcpu.HostMeasurements.from_best(
+                found, best, self.threads, self.timer, hostcpu.emulated_dtypes(self.threads)
+            )
             chip = hostcpu.host_chip(hostcpu.host_info(), measured)
         return outcomes, chip
 

@@ -17,6 +17,7 @@ from infersim.cli_common import console, err_console, print_json, user_errors
 from infersim.errors import InfersimError
 from infersim.simulator.inference import ENGINES
 from infersim.units import fmt_time
+from infersim.validation.backends import DEFAULT_BUDGET_S
 
 HOST_CHIP = "host-cpu"
 
@@ -103,6 +104,12 @@ def _print_results(results: dict[str, Any]) -> None:
         console.print(f"MAPE {s['mape']:.1%}, max error {s['max_error']:.1%} over {s['n']} kernels")
     if "checks_passed" in s:
         console.print(f"correctness: {s['checks_passed']} passed, {s['checks_failed']} failed")
+    skipped = results.get("skipped", [])
+    if skipped:
+        console.print(f"skipped {len(skipped)} kernel(s), not timed:", highlight=False)
+        for reason in sorted({row["reason"] for row in skipped}):
+            labels = [row["label"] for row in skipped if row["reason"] == reason]
+            console.print(f"  {reason}: {', '.join(labels)}", highlight=False, markup=False)
     console.print(f"wall time {results['wall_s']:.1f} s")
 
 
@@ -140,6 +147,15 @@ def validate_cmd(
         StatisticChoice,
         typer.Option(help="cpu: the median or the minimum of the samples is the measurement"),
     ] = StatisticChoice.median,
+    budget_s: Annotated[
+        float,
+        typer.Option(
+            "--budget-s",
+            min=1.0,
+            max=86400.0,
+            help="cpu: seconds the timed rounds may take (fewer rounds, >= 3, if need be)",
+        ),
+    ] = DEFAULT_BUDGET_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON")] = False,
 ) -> None:
     """Run a kernel suite, predict it with infersim, and report predicted vs measured."""
@@ -159,6 +175,7 @@ def validate_cmd(
                 "timer": timer.value,
                 "rounds": rounds,
                 "statistic": statistic.value,
+                "budget_s": budget_s,
             }
         the_backend = make_backend(backend.value, **options)
         the_chip: Chip | None = None

@@ -95,15 +95,31 @@ def run_suite(
 
     Returns the results document (JSON-ready): ``schema``, ``backend``, ``device``, ``suite``,
     ``engine``, ``chip`` (full description, so ``infersim calibrate`` can refit it), ``wall_s``,
-    ``summary`` (n, mape, max_error, checks passed/failed) and ``rows``. ``chip`` may be None
-    for a backend that does not time (interpret); rows then carry checks only.
+    ``summary`` (n, mape, max_error, checks passed/failed, skipped), ``rows`` and ``skipped``
+    (label, dtype and reason of each kernel the backend does not run: on the cpu backend, the
+    kernels of a dtype the host only emulates). ``chip`` may be None for a backend that does
+    not time (interpret); rows then carry checks only.
 
     Raises:
         InfersimError: what the backend or the engine raise for bad input, or ``host_chip``
             with a backend that is not cpu.
     """
     start = time.perf_counter()
-    kernels = list(suite.kernels)
+    reasons = backend.skips(suite.kernels) if isinstance(backend, CpuBackend) else {}
+    skipped = [
+        {"label": k.label, "dtype": k.dtype, "reason": reasons[k.label]}
+        for k in suite.kernels
+        if k.label in reasons
+    ]
+    kernels = [k for k in suite.kernels if k.label not in reasons]
+    if progress:
+        for row in skipped:
+            progress(f"skipped {row['label']}: {row['reason']}")
+    if not kernels:
+        raise InfersimError(
+            f"every kernel of suite {suite.name!r} was skipped: "
+            + "; ".join(sorted({row["reason"] for row in skipped}))
+        )
     if host_chip:
         if not isinstance(backend, CpuBackend):
             raise InfersimError(
@@ -147,6 +163,7 @@ def run_suite(
     if checked:
         summary["checks_passed"] = sum(r["passed"] for r in checked)
         summary["checks_failed"] = len(checked) - summary["checks_passed"]
+    summary["skipped"] = len(skipped)
     return {
         "schema": RESULTS_SCHEMA,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -158,4 +175,5 @@ def run_suite(
         "wall_s": time.perf_counter() - start,
         "summary": summary,
         "rows": rows,
+        "skipped": skipped,
     }

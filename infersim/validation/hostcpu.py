@@ -14,6 +14,13 @@ from the CPU's flags and caches, and ``source`` says so.
 The CPU backend can time the probes in the same rounds as the kernels it validates
 (:meth:`~infersim.validation.backends.CpuBackend.run`), so a neighbour's load on a shared
 machine affects the peaks and the kernels alike.
+
+Before any of that, :func:`dtype_speeds` times one small GEMM per dtype: a dtype whose rate is
+a small fraction of fp32's (bf16 or fp16 on a CPU without bf16/fp16 units, which torch converts
+element by element) is *emulated*. Its peak is not benchmarked, the host chip does not compute
+it, and the suites skip its kernels, saying so: timing an emulated 2048³ bf16 GEMM takes minutes
+and measures the emulation, not a kernel the model describes. The peak benchmark's sizes are
+chosen from the same probe, so every run is short on any machine.
 """
 
 from __future__ import annotations
@@ -40,8 +47,22 @@ FLOPS_PER_LANE_PER_CYCLE = 4.0
 """Two FMA ports per core, 2 FLOPs each (nominal, not measured)."""
 
 GEMM_SIZES: dict[str, tuple[int, ...]] = {"fp32": (1024, 1536), "bf16": (1024, 2048)}
-"""Square GEMM sizes of each dtype's peak benchmark (the best of them is the peak; one run
-takes about 2–60 ms on one core)."""
+"""Candidate square GEMM sizes of each dtype's peak benchmark (the best of them is the peak);
+a size whose run the dtype probe predicts to exceed :data:`PEAK_RUN_MAX_S` is left out, the
+smallest is always kept."""
+
+PEAK_RUN_MAX_S = 0.25
+"""Longest single run of a peak benchmark, as predicted from the dtype probe."""
+
+PROBE_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
+"""The dtypes :func:`dtype_speeds` probes (torch's floating-point GEMM dtypes on a CPU)."""
+
+PROBE_SIZE = 256
+"""Side of the probe's square GEMM: 34 MFLOP, ~0.3 ms native, ~15-40 ms emulated."""
+
+EMULATED_BELOW = 0.25
+"""A dtype whose probe rate is below this fraction of fp32's is emulated. Native bf16/fp16
+units run at 1-8x fp32's rate; torch's element-wise fallback at 1-2% of it."""
 
 MIN_STREAM_BYTES = 256 * 1024**2
 """Smallest stream array; arrays are also at least 2/3 of the last-level cache each."""
@@ -116,6 +137,75 @@ def host_info() -> HostInfo:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class DtypeSpeed:
+    """One dtype's probed GEMM rate (FLOP/s) and whether this host computes it natively."""
+
+    dtype: str
+    flops_per_s: float
+    vs_fp32: float
+
+    @property
+    def native(self) -> bool:
+        """Whether the rate is at least :data:`EMULATED_BELOW` of fp32's."""
+        return self.vs_fp32 >= EMULATED_BELOW
+
+    @property
+    def reason(self) -> str:
+        """Why the dtype is skipped (or that it is not), in words with the figures."""
+        verdict = "native" if self.native else "emulated by this CPU"
+        return (
+            f"{self.dtype} {verdict}: {PROBE_SIZE}^3 GEMM probe "
+            f"{self.flops_per_s / 1e9:.1f} GFLOP/s = {self.vs_fp32:.1%} of fp32's"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready fields."""
+        return {
+            "flops_per_s": self.flops_per_s,
+            "vs_fp32": self.vs_fp32,
+            "native": self.native,
+            "reason": self.reason,
+        }
+
+
+def speeds_of(rates: Mapping[str, float]) -> dict[str, DtypeSpeed]:
+    """:class:`DtypeSpeed` of each dtype from probed rates (FLOP/s; must include fp32)."""
+    fp32 = rates["fp32"]
+    return {name: DtypeSpeed(name, rate, rate / fp32) for name, rate in rates.items()}
+
+
+@cache
+def dtype_speeds(threads: int) -> dict[str, DtypeSpeed]:
+    """Each of :data:`PROBE_DTYPES` timed once per process per thread count: one warm-up and
+    the best of three :data:`PROBE_SIZE`³ GEMMs (well under a second even where emulated)."""
+    import torch
+
+    tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    rates: dict[str, float] = {}
+    try:
+        with torch.inference_mode():
+            for name in PROBE_DTYPES:
+                x = torch.full((PROBE_SIZE, PROBE_SIZE), 0.01, dtype=tdt[name])
+                z = torch.empty_like(x)
+                call = _matmul_call(x, x, z)
+                call()
+                best = min(time_once(call, "wall") for _ in range(3))
+                rates[name] = 2.0 * PROBE_SIZE**3 / max(best, 1e-9)
+    finally:
+        torch.set_num_threads(previous)
+    return speeds_of(rates)
+
+
+def peak_sizes(candidates: tuple[int, ...], flops_per_s: float) -> tuple[int, ...]:
+    """The candidate GEMM sizes whose run at ``flops_per_s`` takes at most
+    :data:`PEAK_RUN_MAX_S` (the smallest candidate is always kept)."""
+    fit = tuple(n for n in candidates if 2.0 * n**3 / flops_per_s <= PEAK_RUN_MAX_S)
+    return fit or (min(candidates),)
+
+
 @dataclass(frozen=True)
 class Probe:
     """One microbenchmark: a zero-argument call and the work one call does (bytes or FLOPs)."""
@@ -125,14 +215,16 @@ class Probe:
     work: float
 
 
-def probes(info: HostInfo | None = None) -> list[Probe]:
-    """The microbenchmarks, with their arrays allocated and touched (about 1 GB).
+def probes(threads: int, info: HostInfo | None = None) -> list[Probe]:
+    """The microbenchmarks for ``threads`` torch threads, with their arrays allocated and
+    touched (about 1 GB). Only natively computed dtypes get a GEMM peak (:func:`dtype_speeds`).
 
     Names: ``triad``, ``read`` (work in bytes), ``gemm_<dtype>_<size>`` (work in FLOPs).
     """
     import torch
 
     info = info or host_info()
+    speeds = dtype_speeds(threads)
     elements = max(MIN_STREAM_BYTES, 2 * info.llc_bytes // 3) // 4
     a = torch.zeros(elements)
     b = torch.full((elements,), 1.0)
@@ -141,9 +233,11 @@ def probes(info: HostInfo | None = None) -> list[Probe]:
         Probe("triad", lambda: torch.add(b, c, alpha=3.0, out=a), 12.0 * elements),
         Probe("read", lambda: torch.dot(b, c), 8.0 * elements),
     ]
-    for name, sizes in GEMM_SIZES.items():
+    for name, candidates in GEMM_SIZES.items():
+        if not speeds[name].native:
+            continue
         tdt = {"fp32": torch.float32, "bf16": torch.bfloat16}[name]
-        for size in sizes:
+        for size in peak_sizes(candidates, speeds[name].flops_per_s):
             x = torch.full((size, size), 0.01, dtype=tdt)
             y = torch.full((size, size), 0.01, dtype=tdt)
             z = torch.empty((size, size), dtype=tdt)
@@ -166,6 +260,7 @@ class HostMeasurements:
     triad_bytes_per_s: float
     read_bytes_per_s: float
     peak_flops: dict[str, float]
+    emulated: tuple[str, ...] = ()
 
     @property
     def dram_bytes_per_s(self) -> float:
@@ -174,16 +269,22 @@ class HostMeasurements:
 
     @classmethod
     def from_best(
-        cls, found: list[Probe], best_s: Mapping[str, float], threads: int, timer: str
+        cls,
+        found: list[Probe],
+        best_s: Mapping[str, float],
+        threads: int,
+        timer: str,
+        emulated: tuple[str, ...] = (),
     ) -> HostMeasurements:
-        """Rates from each probe's best (shortest) time in seconds."""
+        """Rates from each probe's best (shortest) time in seconds; ``emulated`` names the
+        dtypes left out because the host only emulates them."""
         rate = {p.name: p.work / best_s[p.name] for p in found}
         peaks: dict[str, float] = {}
         for name, value in rate.items():
             if name.startswith("gemm_"):
                 dtype = name.split("_")[1]
                 peaks[dtype] = max(peaks.get(dtype, 0.0), value)
-        return cls(threads, timer, rate["triad"], rate["read"], peaks)
+        return cls(threads, timer, rate["triad"], rate["read"], peaks, emulated)
 
 
 def measure_host(threads: int, timer: Timer = "wall", reps: int = 5) -> HostMeasurements:
@@ -194,7 +295,7 @@ def measure_host(threads: int, timer: Timer = "wall", reps: int = 5) -> HostMeas
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        found = probes()
+        found = probes(threads)
         for p in found:
             p.run()
             p.run()
@@ -204,7 +305,12 @@ def measure_host(threads: int, timer: Timer = "wall", reps: int = 5) -> HostMeas
                 best[p.name] = min(best[p.name], time_once(p.run, timer))
     finally:
         torch.set_num_threads(previous)
-    return HostMeasurements.from_best(found, best, threads, timer)
+    return HostMeasurements.from_best(found, best, threads, timer, emulated_dtypes(threads))
+
+
+def emulated_dtypes(threads: int) -> tuple[str, ...]:
+    """The probed dtypes this host only emulates (see :func:`dtype_speeds`)."""
+    return tuple(name for name, s in dtype_speeds(threads).items() if not s.native)
 
 
 def host_chip(info: HostInfo, measured: HostMeasurements) -> Chip:
@@ -224,6 +330,11 @@ def host_chip(info: HostInfo, measured: HostMeasurements) -> Chip:
         + ", ".join(f"{k} GEMM peak {v / 1e9:.1f} GFLOP/s" for k, v in measured.peak_flops.items())
         + f"; vector unit nominal ({info.simd_lanes_fp32} fp32 lanes"
         + f" x {FLOPS_PER_LANE_PER_CYCLE:g})"
+        + (
+            f"; not computed (emulated by this CPU): {', '.join(measured.emulated)}"
+            if measured.emulated
+            else ""
+        )
     )
     data = {
         "name": "host-cpu",

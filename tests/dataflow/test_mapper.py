@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from dataflow_helpers import array_chip
 
@@ -123,13 +121,11 @@ def test_errors() -> None:
     assert map_op(conv, no_rf, "best").dataflow != "rs"  # RS cannot map it; others can
 
 
-def test_a_1024_cube_gemm_maps_fast_on_128x128() -> None:
+def test_a_1024_cube_gemm_maps_on_128x128() -> None:
+    """Its speed is a benchmark figure (benchmarks/bench_dataflow.py); here, what it finds."""
     op = Gemm(m=1024, k=1024, n=1024, a_dtype="int8", b_dtype="int8", out_dtype="int8")
     chip = load_chip("tpu-v4")
     assert (chip.array.rows, chip.array.cols) == (128, 128)
-    map_op(Gemm(m=64, k=64, n=64, a_dtype="int8", b_dtype="int8", out_dtype="int8"), chip)
-    start = time.perf_counter()
     best = map_op(op, chip, "best")
-    elapsed = time.perf_counter() - start
     assert best.fits
-    assert elapsed < 0.5  # typically ~40 ms; generous for loaded CI machines
+    assert best.compute_cycles >= op.m * op.n * op.k / chip.macs_per_cycle("int8")

@@ -73,8 +73,18 @@ def run_scalesim(folder: Path, gemm: bool) -> dict[str, float]:
     return {k: float(v) for k, v in report.iloc[0].items() if not str(k).startswith("Unnamed")}
 
 
+CI_SAMPLE = 2
+"""`make test` runs the first cases live; the rest carry the ``slow`` mark (`make test-all`)."""
+
+
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
-@pytest.mark.parametrize(("layer", "side"), CASES, ids=[c[0].name for c in CASES])
+@pytest.mark.parametrize(
+    ("layer", "side"),
+    [
+        pytest.param(*c, id=c[0].name, marks=() if i < CI_SAMPLE else pytest.mark.slow)
+        for i, c in enumerate(CASES)
+    ],
+)
 def test_equal_to_scalesim(layer: Gemm | Conv2d, side: int, dataflow: str, tmp_path: Path) -> None:
     cfg = ScaleSimConfig(
         run_name="live",

@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -61,14 +60,13 @@ def _chromium(page: Path, height: int, *extra: str) -> subprocess.CompletedProce
 
 
 @pytest.fixture(scope="module")
-def default_report(tmp_path_factory) -> tuple[Path, float]:
-    """`infersim report` with no arguments, run in a fresh folder: (page, seconds)."""
+def default_report(tmp_path_factory) -> Path:
+    """`infersim report` with no arguments, run in a fresh folder: the page it wrote."""
     folder = tmp_path_factory.mktemp("default-report")
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.callback()(lambda: None)
     register(app)
     cwd = Path.cwd()
-    start = time.perf_counter()
     try:
         import os
 
@@ -76,20 +74,16 @@ def default_report(tmp_path_factory) -> tuple[Path, float]:
         result = CliRunner().invoke(app, ["report", "--quiet"])
     finally:
         os.chdir(cwd)
-    seconds = time.perf_counter() - start
     assert result.exit_code == 0, result.output
     page = Path(result.stdout.strip().splitlines()[-1])
     assert page == folder / "infersim-report.html" and page.is_file()
-    return page, seconds
+    return page
 
 
-def test_default_report_is_quick(default_report):
-    _, seconds = default_report
-    assert seconds < 60, f"the default report took {seconds:.0f} s"
 
 
 def test_default_report_renders_in_chromium(default_report, tmp_path: Path):
-    page, _ = default_report
+    page = default_report
     text = page.read_text()
     assert "<script src=" not in text  # self-contained: plotly.js is inlined
     probe = tmp_path / "probe.html"

@@ -98,10 +98,8 @@ def test_sigkill_then_resume_gives_the_uninterrupted_rows(tmp_path: Path):
     script.write_text(RUNNER)
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, str(script), json.dumps(KILL_DOC), str(killed)])
-    deadline = time.monotonic() + 60
     while len(list((killed / "shards").glob("part-*.parquet"))) < 3:
         assert proc.poll() is None, "the sweep finished before it could be killed"
-        assert time.monotonic() < deadline
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     assert proc.wait() == -signal.SIGKILL

@@ -128,8 +128,13 @@ LIVE: list[tuple[Gemm | Conv2d, int, str, int, int]] = [
 
 @pytest.mark.skipif(scalesim_api is None, reason="the scalesim package is not installed")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.parametrize(("layer", "side", "dataflow", "bandwidth", "sram_kb"), LIVE,
-                         ids=[f"{c[0].name}-{c[2]}" for c in LIVE])
+@pytest.mark.parametrize(
+    ("layer", "side", "dataflow", "bandwidth", "sram_kb"),
+    [  # `make test` runs two live; the rest carry the ``slow`` mark (`make test-all`)
+        pytest.param(*c, id=f"{c[0].name}-{c[2]}", marks=() if i < 2 else pytest.mark.slow)
+        for i, c in enumerate(LIVE)
+    ],
+)
 def test_equal_to_live_scalesim(layer: Gemm | Conv2d, side: int, dataflow: str,
                                 bandwidth: int, sram_kb: int, tmp_path: Path) -> None:
     """Layers outside the golden file (one a convolution) with USER bandwidth, run live."""

@@ -9,7 +9,11 @@ pytest.importorskip("triton")
 
 from infersim.validation import kernels as K  # noqa: E402, N812
 
-DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+DTYPES = [
+    pytest.param(torch.float32, id="torch.float32"),
+    pytest.param(torch.float16, id="torch.float16", marks=pytest.mark.slow),  # `make test-all`
+    pytest.param(torch.bfloat16, id="torch.bfloat16"),
+]
 TOL = {torch.float32: 2e-2, torch.float16: 1e-2, torch.bfloat16: 3e-2}
 """Normalized max error per dtype (fp32 allows TF32 on a GPU; the interpreter is exact)."""
 
@@ -25,7 +29,7 @@ def rand(*shape: int, dtype: torch.dtype, device: str, scale: float = 1.0) -> to
     return (torch.randn(*shape, generator=gen) * scale).to(device=device, dtype=dtype)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_matmul_odd_shape_with_tile(dtype, device):
     a = rand(40, 72, dtype=dtype, device=device)
     b = rand(72, 24, dtype=dtype, device=device)
@@ -33,7 +37,7 @@ def test_matmul_odd_shape_with_tile(dtype, device):
     assert close(out, K.matmul_ref(a, b)) < TOL[dtype]
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_matmul_batched_gqa_and_transposed_weight(dtype, device):
     a = rand(4, 20, 32, dtype=dtype, device=device)
     b = rand(2, 24, 32, dtype=dtype, device=device).transpose(1, 2)  # [2, 32, 24], strided
@@ -66,7 +70,7 @@ def test_quantize_round_trip(bits):
 
 
 @pytest.mark.parametrize("bits", [8, 4])
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_dequant_matmul(bits, dtype, device):
     x = rand(5, 96, dtype=dtype, device=device)
     q, scales = K.quantize(
@@ -85,7 +89,7 @@ def test_dequant_matmul_rejects_mismatched_weight(device):
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_flash_attention_gqa(causal, dtype, device):
     q = rand(1, 4, 24, 16, dtype=dtype, device=device)
     k = rand(1, 2, 40, 16, dtype=dtype, device=device)
@@ -95,7 +99,7 @@ def test_flash_attention_gqa(causal, dtype, device):
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_unfused_attention_gqa(causal, dtype, device):
     q = rand(1, 2, 12, 16, dtype=dtype, device=device)
     k = rand(1, 1, 20, 16, dtype=dtype, device=device)
@@ -125,7 +129,7 @@ def test_attention_rejects_bad_shapes(device):
 
 
 @pytest.mark.parametrize("act", ["relu", "silu", "gelu"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_epilogue_fused_and_unfused(act, dtype, device):
     x = rand(9, 48, dtype=dtype, device=device)
     bias = rand(48, dtype=dtype, device=device)
