@@ -212,7 +212,11 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
                 s.vector("attn.rope", t * (heads + kvh) * d, 1, ROPE_FLOPS_PER_ELEMENT, layers)
             )
         ops += _kv_write(s, 2 * kvh * d, layers)
-        ops += [_attention(s, shape, heads, kvh, d, d, layers) for shape in s.attention]
+        ops += [
+            _attention(s, shape, heads, kvh, d, d, n, window=window)
+            for shape in s.attention
+            for window, n in m.attention_groups()
+        ]
         ops.append(s.gemm("attn.o", heads * d, h, layers, epilogue=residual))
     ops += s.all_reduce("attn.all_reduce", layers)
     if not s.fuse:
@@ -238,7 +242,7 @@ def _kv_write(s: _Step, kv_elems: int, layers: int) -> list[OpBase]:
 
 def _attention(
     s: _Step, shape: AttnShape, heads: int, kv_heads: int, d: int, dv: int, layers: int,
-    shared_kv: bool = False,
+    shared_kv: bool = False, window: int | None = None,
 ) -> Attention:
     return Attention(
         name="attn.sdpa",
@@ -251,7 +255,7 @@ def _attention(
         head_dim=d,
         v_head_dim=dv,
         causal=True,
-        window=s.model.sliding_window,
+        window=window,
         shared_kv=shared_kv,
         dtype=s.precision.act,
         kv_dtype=s.precision.kv if shape.cached else s.precision.act,
@@ -315,8 +319,8 @@ def _moe_block(s: _Step, layers: int) -> list[OpBase]:
         Softmax(name="moe.router_softmax", count=layers, rows=t, cols=e),
         *_mlp(s, "moe.experts", width, layers, tokens=per_expert, batch=hit, residual=False),
     ]
-    if m.num_shared_experts:
-        shared = _shard(m.num_shared_experts * m.expert_size, s.options.tp)
+    if m.shared_expert_size:
+        shared = _shard(m.shared_expert_size, s.options.tp)
         ops += _mlp(s, "moe.shared", shared, layers, residual=False)
     ops.append(s.vector("moe.combine", t * h, k, 2.0 * k, layers))
     return ops
@@ -454,10 +458,10 @@ def weights_bytes(
 
 
 def kv_cache_bytes(model: ModelConfig, batch: int, tokens: int, precision: Precision) -> float:
-    """KV cache of ``batch`` sequences of ``tokens`` (a sliding window caps what is kept)."""
-    kept = min(tokens, model.sliding_window) if model.sliding_window else tokens
-    per_token = model.kv_elements_per_token() * model.num_hidden_layers
-    return batch * kept * per_token * dtypes.nbytes(precision.kv)
+    """KV cache of ``batch`` sequences of ``tokens`` (a sliding window caps what its layers
+    keep; full-attention layers keep every token)."""
+    kept = sum(n * (min(tokens, w) if w else tokens) for w, n in model.attention_groups())
+    return batch * kept * model.kv_elements_per_token() * dtypes.nbytes(precision.kv)
 
 
 def activation_bytes(ops: list[OpBase]) -> float:

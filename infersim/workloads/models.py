@@ -1,63 +1,31 @@
 """Transformer model descriptions read from Hugging Face–style ``config.json`` files.
 
 :class:`ModelConfig` keeps HF field names (``hidden_size``, ``num_key_value_heads``,
-``kv_lora_rank``...) and accepts the GPT-2/OPT/Mixtral/DeepSeek spellings of the same fields.
-Architecture details HF implies by ``model_type`` (gated MLP, norm kind, biases, learned
-positions) are explicit fields, filled from the model family when a config leaves them out.
+``kv_lora_rank``...). What an architecture implies (gated MLP, norm kind and count, biases,
+positions, tied LM head, per-layer sliding/global attention, the checkpoint's weight format) is
+explicit fields, filled by :mod:`infersim.workloads.architectures` from the ``model_type`` when
+a config leaves them out; keys it does not understand are kept in ``unknown_fields`` and
+reported, never dropped silently. A Hugging Face snapshot folder loads through its
+``config.json``.
 """
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from infersim.errors import ConfigError
 from infersim.io import preset_names, read_document, resolve, validate
+from infersim.workloads import architectures
+
+AttentionKind = Literal["full_attention", "sliding_attention"]
 
 _PACKAGE = "infersim.workloads"
 _SUFFIX = ".json"
-
-_ALIASES = {
-    # GPT-2 / GPT-3 spellings
-    "n_embd": "hidden_size",
-    "n_layer": "num_hidden_layers",
-    "n_head": "num_attention_heads",
-    "n_inner": "intermediate_size",
-    "n_positions": "max_position_embeddings",
-    # OPT
-    "ffn_dim": "intermediate_size",
-    # Mixtral / DeepSeek MoE
-    "num_local_experts": "num_experts",
-    "n_routed_experts": "num_experts",
-    "n_shared_experts": "num_shared_experts",
-}
-
-_FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
-    # model_type -> architecture fields HF leaves implicit
-    "llama": {"mlp": "gated", "norm": "rms", "positions": "rope"},
-    "mistral": {"mlp": "gated", "norm": "rms", "positions": "rope"},
-    "mixtral": {"mlp": "gated", "norm": "rms", "positions": "rope"},
-    "qwen2": {"mlp": "gated", "norm": "rms", "positions": "rope", "attention_bias": True},
-    "deepseek_v2": {"mlp": "gated", "norm": "rms", "positions": "rope"},
-    "opt": {
-        "mlp": "plain",
-        "norm": "layer",
-        "positions": "learned",
-        "attention_bias": True,
-        "mlp_bias": True,
-        "position_offset": 2,
-    },
-    "gpt2": {
-        "mlp": "plain",
-        "norm": "layer",
-        "positions": "learned",
-        "attention_bias": True,
-        "mlp_bias": True,
-    },
-}
-
 
 class ModelConfig(BaseModel):
     """A decoder-only transformer (dense, MoE, GQA/MQA, MLA), in HF ``config.json`` terms."""
@@ -81,9 +49,18 @@ class ModelConfig(BaseModel):
     max_position_embeddings: int = Field(default=4096, ge=1, le=1 << 28, description="Context")
     tie_word_embeddings: bool = Field(default=False, description="LM head shares the embedding")
     sliding_window: int | None = Field(default=None, ge=1, description="Attention window")
+    layer_types: tuple[AttentionKind, ...] | None = Field(
+        default=None,
+        description="Per-layer attention: sliding_attention layers use sliding_window, "
+        "full_attention layers the whole context (None: every layer sliding if a window is set)",
+    )
     mlp: Literal["gated", "plain"] = Field(default="gated", description="SwiGLU (3 mats) or 2")
     norm: Literal["rms", "layer"] = Field(default="rms", description="RMSNorm or LayerNorm")
-    positions: Literal["rope", "learned"] = Field(default="rope", description="Position scheme")
+    norms_per_layer: int = Field(default=2, ge=1, le=8, description="Norms in one layer")
+    embedding_norm: bool = Field(default=False, description="A norm after the embedding (BLOOM)")
+    positions: Literal["rope", "learned", "alibi"] = Field(
+        default="rope", description="Position scheme"
+    )
     position_offset: int = Field(default=0, ge=0, description="Extra learned positions (OPT: 2)")
     attention_bias: bool = Field(default=False, description="Biases on Q/K/V/O projections")
     mlp_bias: bool = Field(default=False, description="Biases on MLP projections")
@@ -92,6 +69,9 @@ class ModelConfig(BaseModel):
     num_experts_per_tok: int = Field(default=0, ge=0, le=1 << 16, description="Top-k")
     num_shared_experts: int = Field(default=0, ge=0, le=1 << 10, description="Always-on experts")
     moe_intermediate_size: int | None = Field(default=None, ge=1, description="Expert MLP width")
+    shared_expert_intermediate_size: int | None = Field(
+        default=None, ge=1, description="Width of the shared experts together (Qwen MoE)"
+    )
     first_k_dense_replace: int = Field(default=0, ge=0, description="Leading dense layers")
     # Multi-head latent attention (DeepSeek-V2)
     kv_lora_rank: int | None = Field(default=None, ge=1, description="Latent KV rank")
@@ -103,19 +83,25 @@ class ModelConfig(BaseModel):
     published_active_params: float | None = Field(
         default=None, gt=0, description="Published active"
     )
+    quantized_weights: str | None = Field(
+        default=None,
+        description="The checkpoint's weight format from quantization_config (fp8_e4m3, mxfp4, "
+        "int4-g128, int8): the default weights dtype when none is asked for",
+    )
+    notes: tuple[str, ...] = Field(default=(), description="What the loader assumed")
+    unknown_fields: tuple[str, ...] = Field(
+        default=(), description="Config keys the loader did not understand (not costed)"
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _normalize(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        out = {_ALIASES.get(k, k): v for k, v in data.items()}
-        family = _FAMILY_DEFAULTS.get(str(out.get("model_type", "llama")), {})
-        for key, value in family.items():
-            out.setdefault(key, value)
-        if "intermediate_size" not in out and "hidden_size" in out:
-            out["intermediate_size"] = 4 * out["hidden_size"]  # GPT-2's n_inner = None
-        return out
+        try:
+            return architectures.normalize(data, frozenset(cls.model_fields))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
@@ -131,6 +117,11 @@ class ModelConfig(BaseModel):
             )
         if self.kv_lora_rank and not (self.qk_nope_head_dim and self.qk_rope_head_dim):
             raise ValueError("MLA (kv_lora_rank) needs qk_nope_head_dim and qk_rope_head_dim")
+        if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(
+                f"layer_types has {len(self.layer_types)} entries for "
+                f"num_hidden_layers = {self.num_hidden_layers}"
+            )
         return self
 
     # --- derived shapes --------------------------------------------------------------------
@@ -161,6 +152,13 @@ class ModelConfig(BaseModel):
         return self.moe_intermediate_size or self.intermediate_size
 
     @property
+    def shared_expert_size(self) -> int:
+        """Width of the always-on shared experts together (0: none)."""
+        if self.shared_expert_intermediate_size:
+            return self.shared_expert_intermediate_size
+        return self.num_shared_experts * self.expert_size
+
+    @property
     def moe_layers(self) -> int:
         """Layers whose MLP is a mixture of experts."""
         return self.num_hidden_layers - self.first_k_dense_replace if self.is_moe else 0
@@ -169,6 +167,22 @@ class ModelConfig(BaseModel):
     def dense_layers(self) -> int:
         """Layers with a dense MLP."""
         return self.num_hidden_layers - self.moe_layers
+
+    def attention_groups(self) -> list[tuple[int | None, int]]:
+        """``(window, layers)`` per attention kind: the sliding layers with their window, the
+        full layers with None. A copy with another layer count (a pipeline stage, a pruned
+        model) keeps the pattern's proportions."""
+        n = self.num_hidden_layers
+        if self.sliding_window is None:
+            return [(None, n)]
+        kinds = self.layer_types
+        if kinds is None:
+            return [(self.sliding_window, n)]
+        sliding = sum(kind == "sliding_attention" for kind in kinds)
+        if len(kinds) != n:
+            sliding = round(sliding * n / len(kinds))
+        groups = [(self.sliding_window, sliding), (None, n - sliding)]
+        return [(w, c) for w, c in groups if c]
 
     @property
     def mlp_mats(self) -> int:
@@ -220,18 +234,20 @@ class ModelConfig(BaseModel):
 
     def _layer_params(self, experts_counted: int) -> tuple[int, int]:
         """(dense-layer, MoE-layer) parameters with ``experts_counted`` routed experts."""
-        common = self.attention_params() + 2 * self.norm_params()
+        common = self.attention_params() + self.norms_per_layer * self.norm_params()
         dense = common + self.mlp_params(self.intermediate_size)
         router = self.hidden_size * self.num_experts
-        experts = (experts_counted + self.num_shared_experts) * self.mlp_params(self.expert_size)
-        return dense, common + router + experts
+        experts = experts_counted * self.mlp_params(self.expert_size)
+        shared = self.mlp_params(self.shared_expert_size) if self.shared_expert_size else 0
+        return dense, common + router + experts + shared
 
     def params(self, active: bool = False) -> int:
         """Total parameters, or those one token uses (``active``: top-k routed experts only)."""
         counted = self.num_experts_per_tok if active else self.num_experts
         dense, moe = self._layer_params(counted)
         layers = dense * self.dense_layers + moe * self.moe_layers
-        return layers + self.norm_params() + self.embedding_params() + self.lm_head_params()
+        norms = self.norm_params() * (2 if self.embedding_norm else 1)
+        return layers + norms + self.embedding_params() + self.lm_head_params()
 
     def kv_elements_per_token(self) -> int:
         """Cached elements per token per layer (K and V, or the MLA latent + RoPE key)."""
@@ -246,13 +262,28 @@ def list_models() -> list[str]:
 
 
 def load_model(name_or_path: str | Path) -> ModelConfig:
-    """A validated :class:`ModelConfig` from a preset name or a ``config.json`` path.
+    """A validated :class:`ModelConfig` from a preset name, a ``config.json`` path or a Hugging
+    Face snapshot folder holding one. Config keys the loader does not understand are named in
+    a :class:`UserWarning` (and in ``unknown_fields``).
 
     Raises:
-        ConfigError: unknown preset, unreadable or malformed file, or invalid fields.
+        ConfigError: unknown preset, unreadable or malformed file, an unsupported
+            ``model_type``, or invalid fields.
     """
+    folder = Path(str(name_or_path)).expanduser()
+    if folder.is_dir():
+        if not (folder / "config.json").is_file():
+            raise ConfigError(f"model folder {str(name_or_path)!r} has no config.json")
+        name_or_path = folder / "config.json"
     path = resolve(name_or_path, _PACKAGE, _SUFFIX, "model")
-    return _load(path.resolve(), path.stat().st_mtime_ns)
+    model = _load(path.resolve(), path.stat().st_mtime_ns)
+    if model.unknown_fields:
+        warnings.warn(
+            f"{path.name}: not understood, not costed: {', '.join(model.unknown_fields)}",
+            UserWarning,
+            stacklevel=2,
+        )
+    return model
 
 
 @lru_cache(maxsize=64)
