@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from infersim import Scenario, load_chip, load_model
 from infersim.dataflow import clear_cache as clear_mappings
-from infersim.simulator import events
+from infersim.simulator.engines import events
 from infersim.simulator.inference import simulate, step_ops
 
 

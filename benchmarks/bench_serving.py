@@ -23,7 +23,7 @@ from infersim.simulator.serving import (
     Workload,
     simulate_serving,
 )
-from infersim.simulator.serving_workload import parse_arrivals, parse_length
+from infersim.simulator.serving.workload import parse_arrivals, parse_length
 
 CHIP, MODEL = load_chip("h100-sxm"), load_model("llama-3-8b")
 

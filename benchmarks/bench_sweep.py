@@ -47,7 +47,7 @@ def child(points: int, workers: int) -> None:
     spec = parse_spec(spec_doc(points))
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        summary = run_sweep(spec, out, executor=LocalExecutor(workers), progress=False)
+        summary = run_sweep(spec, out, executor=LocalExecutor(workers))
         wall = time.perf_counter() - start
     driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

@@ -3,10 +3,10 @@
 Two paths, one answer. The general path calls :func:`infersim.simulator.simulate` per point
 (any engine, technique stack and dataflow). The vectorized path costs one workload's operators
 on many chip designs at once with numpy (the roofline engine, baseline technique stack):
-:func:`roofline_batch` repeats :func:`infersim.simulator.roofline.cost` operation for operation,
-so its results are equal to the last bit (a test checks it), and every batch is checked against
-``simulate`` on its first design before it is used; a batch that disagrees falls back to the
-general path.
+:func:`roofline_batch` repeats :func:`infersim.simulator.engines.roofline.cost` operation for
+operation, so its results are equal to the last bit (a test checks it), and every batch is
+checked against ``simulate`` on its first design before it is used; a batch that disagrees falls
+back to the general path.
 
 Each row carries the metrics (seconds, tokens/s, joules, mm², W, $), the constraint verdict,
 the chip's roofline ceilings, and (``record_ops``) the per-operator costs a report plots, so
@@ -33,7 +33,8 @@ from infersim.explorer.cost import DesignCost, estimate
 from infersim.explorer.metrics import Constraint
 from infersim.explorer.space import DesignSpace, Point
 from infersim.explorer.spec import SweepSpec, WorkloadCase
-from infersim.simulator import inference, roofline
+from infersim.simulator import inference
+from infersim.simulator.engines import roofline
 from infersim.simulator.results import Bound, MemoryReport, PhaseCost
 from infersim.workloads import graph
 from infersim.workloads.ops import Attention, Collective, HostTransfer, OpBase
@@ -171,7 +172,7 @@ class RooflineBatch:
 
 def roofline_batch(ops: Sequence[OpBase], chips: Sequence[Chip]) -> RooflineBatch:
     """Roofline cost of every op in ``ops`` on every chip in ``chips``, equal to
-    :func:`infersim.simulator.roofline.cost` per (op, chip) to the last bit.
+    :func:`infersim.simulator.engines.roofline.cost` per (op, chip) to the last bit.
 
     A chip that cannot run an op (dtype it lacks, collective without a chip link) gets NaN costs
     and its error message; the others are unaffected.

@@ -146,7 +146,7 @@ def _timeline_rows(
     ctx: Context, item: tuple[int, int]
 ) -> tuple[tuple[int, int], list[dict[str, Any]]]:
     """``item`` = (chip entry, workload index): the event engine's spans of one step."""
-    from infersim.simulator import events
+    from infersim.simulator.engines import events
     from infersim.simulator.inference import step_ops
 
     entry, index = item
@@ -173,7 +173,7 @@ def timeline_table(ctx: Context, executor: Executor) -> pa.Table | None:
     on the first model workload with the first technique and dataflow; None unless the spec
     runs the ``events`` engine (and this build has its tracer)."""
     try:
-        from infersim.simulator import events
+        from infersim.simulator.engines import events
         from infersim.simulator.inference import step_ops  # noqa: F401
     except ImportError:
         return None

@@ -1,10 +1,12 @@
-"""Run a sweep: points → executor → result store (→ extras), with a progress bar.
+"""Run a sweep: points → executor → result store (→ extras), reporting progress to a callback.
 
 :func:`run_sweep` streams points lazily in chunks, keeps a bounded number in flight, and writes
 a Parquet shard whenever ``flush_rows`` rows or ``flush_s`` seconds have gathered, so memory
 stays flat and a killed sweep loses at most the unflushed rows. With ``resume`` it skips every
 point whose key the store already holds. The ``optimize`` search runs scipy's differential
-evolution, one population per generation through the same executor and store.
+evolution, one population per generation through the same executor and store. Progress goes to
+a ``progress(done, total)`` callback (the CLI draws it as a bar); without one the sweep is
+silent.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,18 +22,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
 
 from infersim.errors import ConfigError
 from infersim.explorer.evaluate import Context
@@ -59,28 +49,9 @@ class SweepSummary:
         return self.evaluated / self.elapsed_s * 60 if self.elapsed_s else 0.0
 
 
-class RateColumn(ProgressColumn):
-    """Points per second of a progress task."""
-
-    def render(self, task: Task) -> Text:
-        """``1,234 pts/s`` (blank until a rate is known)."""
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.0f} pts/s" if speed else "", style="progress.data.speed")
-
-
-def _progress(console: Console | None, enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        RateColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not enabled,
-        transient=False,
-    )
+SweepProgress = Callable[[int, int | None], None]
+"""Called with (points done, points in the search or None when not known): once when the
+workers have started, then as results arrive."""
 
 
 def _chunks(points: Iterable[Point], size: int) -> Iterator[list[Point]]:
@@ -124,10 +95,10 @@ def run_sweep(
     chunk_size: int | None = None,
     flush_rows: int = 5_000,
     flush_s: float = 2.0,
-    progress: bool = True,
-    console: Console | None = None,
+    progress: SweepProgress | None = None,
 ) -> SweepSummary:
-    """Evaluate every point of ``spec`` into the result store at ``directory``.
+    """Evaluate every point of ``spec`` into the result store at ``directory``; ``progress``, if
+    given, is called with (points done, total) as results arrive (:data:`SweepProgress`).
 
     Raises:
         ConfigError: the folder already holds results and ``resume`` is off, or it holds a
@@ -155,9 +126,9 @@ def run_sweep(
             small = total is not None and total - len(done) < SMALL_SWEEP_POINTS
             executor = LocalExecutor(1 if small else default_workers())
         size = chunk_size or _chunk_size(total, executor.workers, space.points_per_design)
-        executor.open(ctx)  # workers start before the progress bar's thread does
+        executor.open(ctx)  # workers start before the first progress report (a bar's thread)
         try:
-            skipped = _run(ctx, store, executor, writer, size, done, total, progress, console)
+            skipped = _run(ctx, store, executor, writer, size, done, total, progress)
         finally:
             executor.close()
     points = writer.written + skipped
@@ -170,10 +141,17 @@ SMALL_SWEEP_POINTS = 2000
 
 
 def _run(ctx: Context, store: ResultStore, executor: Executor, writer: _Writer, size: int,
-         done: set[str], total: int | None, progress: bool, console: Console | None) -> int:
+         done: set[str], total: int | None, progress: SweepProgress | None) -> int:
     """Evaluate the missing points, then the extras; returns points skipped as stored."""
     spec, space = ctx.spec, ctx.space
     skipped = 0
+    completed = min(len(done), total or 0)
+
+    def advance(rows: int) -> None:
+        nonlocal completed
+        completed += rows
+        if progress is not None:
+            progress(completed, total)
 
     def todo(points: Iterable[Point]) -> Iterator[Point]:
         nonlocal skipped
@@ -183,14 +161,13 @@ def _run(ctx: Context, store: ResultStore, executor: Executor, writer: _Writer, 
             else:
                 yield p
 
-    with _progress(console, progress) as bar:
-        task = bar.add_task(spec.name, total=total, completed=min(len(done), total or 0))
-        for table in run_points(executor, ctx, _chunks(todo(space.points()), size)):
-            writer.add(table)
-            bar.advance(task, table.num_rows)
-        if isinstance(spec.search, OptimizeSearch):
-            skipped += _optimize(ctx, store, executor, writer, size, bar, task)
-        writer.flush()
+    advance(0)
+    for table in run_points(executor, ctx, _chunks(todo(space.points()), size)):
+        writer.add(table)
+        advance(table.num_rows)
+    if isinstance(spec.search, OptimizeSearch):
+        skipped += _optimize(ctx, store, executor, writer, size, advance)
+    writer.flush()
     for name, fn in EXTRAS.items() if spec.extras else ():
         if not store.has_extra(name):
             extra = fn(ctx, executor)
@@ -251,7 +228,7 @@ class _Fitness:
 
 
 def _optimize(ctx: Context, store: ResultStore, executor: Executor, writer: _Writer, size: int,
-              bar: Progress, task: Any) -> int:
+              advance: Callable[[int], None]) -> int:
     """Differential evolution over each swept chip's axes; returns points found in the store."""
     from scipy.optimize import differential_evolution
 
@@ -279,11 +256,10 @@ def _optimize(ctx: Context, store: ResultStore, executor: Executor, writer: _Wri
             new = {p.key: p for pts in by_design.values() for p in pts
                    if p.key not in fitness.known}
             skipped += sum(len(pts) for pts in by_design.values()) - len(new)
-            bar.update(task, total=None)
             for table in run_points(executor, ctx, _chunks(list(new.values()), size)):
                 writer.add(table)
                 fitness.remember(table)
-                bar.advance(task, table.num_rows)
+                advance(table.num_rows)
             return np.array([fitness.score(by_design[d.key]) for d in designs])
 
         differential_evolution(

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from infersim import dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError, UnsupportedDtypeError
-from infersim.simulator import analytic, events, roofline
+from infersim.simulator.engines import analytic, events, roofline
 from infersim.simulator.results import MemoryReport, OpCost, PhaseCost
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
@@ -203,7 +203,7 @@ def simulate(
 
     ``engine`` is ``analytic`` (GEMMs mapped with ``dataflow``: ws, os, is, rs or best),
     ``events`` (the same mappings run tile by tile on SimPy: contention, waves, stalls; see
-    :mod:`infersim.simulator.events`) or ``roofline``.
+    :mod:`infersim.simulator.engines.events`) or ``roofline``.
 
     Raises:
         UnsupportedDtypeError: the chip cannot compute the activation dtype (and the stack

@@ -113,8 +113,8 @@ def run_suite(
     ]
     kernels = [k for k in suite.kernels if k.label not in reasons]
     if progress:
-        for row in skipped:
-            progress(f"skipped {row['label']}: {row['reason']}")
+        for skip in skipped:
+            progress(f"skipped {skip['label']}: {skip['reason']}")
     if not kernels:
         raise InfersimError(
             f"every kernel of suite {suite.name!r} was skipped: "

@@ -33,15 +33,25 @@ def _rows(folder: Path) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def inline_rows(tmp_path_factory) -> pd.DataFrame:
     out = tmp_path_factory.mktemp("inline")
-    run_sweep(parse_spec(SPEC), out, executor=LocalExecutor(1), progress=False)
+    run_sweep(parse_spec(SPEC), out, executor=LocalExecutor(1))
     return _rows(out)
 
 
 def test_process_pool_matches_in_process(inline_rows, tmp_path: Path):
-    summary = run_sweep(parse_spec(SPEC), tmp_path, executor=LocalExecutor(2), chunk_size=7,
-                        progress=False)
+    summary = run_sweep(parse_spec(SPEC), tmp_path, executor=LocalExecutor(2), chunk_size=7)
     assert summary.evaluated == len(inline_rows) == 13 * 4 * 2
     pd.testing.assert_frame_equal(_rows(tmp_path), inline_rows, check_exact=True)
+
+
+def test_sweep_reports_progress_to_a_callback(tmp_path: Path):
+    seen: list[tuple[int, int | None]] = []
+    summary = run_sweep(parse_spec(SPEC), tmp_path, executor=LocalExecutor(1), chunk_size=7,
+                        progress=lambda done, total: seen.append((done, total)))
+    total = summary.points
+    assert seen[0] == (0, total)
+    assert seen[-1] == (total, total)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert len(seen) == 1 + -(-total // 7)
 
 
 def test_ray_matches_local(inline_rows, tmp_path: Path, monkeypatch):
@@ -49,7 +59,7 @@ def test_ray_matches_local(inline_rows, tmp_path: Path, monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     executor = make_executor("ray", workers=2)
     try:
-        run_sweep(parse_spec(SPEC), tmp_path, executor=executor, chunk_size=9, progress=False)
+        run_sweep(parse_spec(SPEC), tmp_path, executor=executor, chunk_size=9)
     finally:
         executor.close()
     assert not ray.is_initialized()

@@ -10,7 +10,7 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from infersim.explorer.commands import register
+from infersim.cli.explore import register
 
 runner = CliRunner()
 

@@ -38,7 +38,7 @@ def results(tmp_path_factory) -> Path:
         "constraints": ["area_mm2 <= 300"],
     }
     out = tmp_path_factory.mktemp("results")
-    run_sweep(parse_spec(doc), out, executor=LocalExecutor(1), progress=False)
+    run_sweep(parse_spec(doc), out, executor=LocalExecutor(1))
     return out
 
 
@@ -124,7 +124,7 @@ def test_dataflow_figures(tmp_path: Path):
     doc = {"chips": ["tpu-v4"], "workloads": [{"model": "tiny-test", "phase": "prefill",
                                                "prompt_len": 64}],
            "engines": ["analytic"], "dataflows": ["ws", "os", "is", "rs"]}
-    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1), progress=False)
+    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1))
     figs = {f.id: f for f in build_figures(ReportData.load(tmp_path / "r"))}
     assert "dataflow-sweep" in figs and "dataflow-0-tpu-v4" in figs
     names = {t.name for t in figs["dataflow-0-tpu-v4"].figure.data}
@@ -135,7 +135,7 @@ def test_serving_runs_feed_the_latency_cdfs(tmp_path: Path):
     doc = {"chips": ["h100-sxm", "tpu-v4", "edge-npu"], "workloads": [{"model": "llama-3-8b"}],
            "serving": {"technique": "int8-weight", "config": {"workload": {
                "arrivals": {"kind": "poisson", "rate_per_s": 5}, "requests": 40}}}}
-    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1), progress=False)
+    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1))
     data = ReportData.load(tmp_path / "r")
     table = data.extras["serving"]
     assert set(table["metric"]) == {"ttft_s", "tpot_s", "e2e_s"}
@@ -149,7 +149,7 @@ def test_event_engine_sweeps_record_a_timeline(tmp_path: Path):
     doc = {"chips": ["tpu-v4"], "workloads": [{"model": "tiny-test", "phase": "prefill",
                                                "prompt_len": 64}],
            "engines": ["roofline", "events"]}
-    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1), progress=False)
+    run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1))
     data = ReportData.load(tmp_path / "r")
     spans = data.extras["timeline"]
     assert len(spans) > 3 and (spans["end_s"] >= spans["start_s"]).all()

@@ -16,7 +16,7 @@ import typer
 from png_pixels import read_png
 from typer.testing import CliRunner
 
-from infersim.explorer.commands import register
+from infersim.cli.explore import register
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser",
                                                "google-chrome")) if p), None)

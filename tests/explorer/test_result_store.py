@@ -22,7 +22,7 @@ from infersim.explorer.sweep import run_sweep
 
 
 def _sweep(doc, out, **kw):
-    return run_sweep(parse_spec(doc), out, executor=LocalExecutor(1), progress=False, **kw)
+    return run_sweep(parse_spec(doc), out, executor=LocalExecutor(1), **kw)
 
 
 def test_rows_ops_and_csv_round_trip(tiny_doc, tmp_path: Path):
@@ -78,7 +78,7 @@ from infersim.explorer.spec import parse_spec
 from infersim.explorer.sweep import run_sweep
 if __name__ == "__main__":
     run_sweep(parse_spec(json.loads(sys.argv[1])), sys.argv[2], executor=LocalExecutor(1),
-              resume=True, chunk_size=10, flush_rows=40, flush_s=0.05, progress=False)
+              resume=True, chunk_size=10, flush_rows=40, flush_s=0.05)
 """
 
 

@@ -23,7 +23,7 @@ def test_there_are_examples():
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs(path: Path, tmp_path: Path):
     spec = load_spec(path)
-    summary = run_sweep(spec, tmp_path, executor=LocalExecutor(1), progress=False)
+    summary = run_sweep(spec, tmp_path, executor=LocalExecutor(1))
     df = load_results(tmp_path)
     assert summary.evaluated == len(df) > 0 and df["key"].is_unique
     assert df["error"].isna().mean() > 0.5
@@ -41,7 +41,7 @@ def test_optimize_finds_designs_within_budget(tmp_path: Path):
         "search": {"kind": "optimize", "maxiter": 6, "popsize": 5, "seed": 3},
     }
     spec = parse_spec(doc)
-    first = run_sweep(spec, tmp_path, executor=LocalExecutor(1), progress=False)
+    first = run_sweep(spec, tmp_path, executor=LocalExecutor(1))
     df = load_results(tmp_path)
     assert df["key"].is_unique and first.evaluated == len(df)
     assert (df["axis.cores"] == df["axis.cores"].round()).all()
@@ -54,5 +54,5 @@ def test_optimize_finds_designs_within_budget(tmp_path: Path):
         lambda s: s.prod() ** (1 / len(s)))
     assert best >= everything[df.groupby("design_key")["area_mm2"].first().map(
         budget.holds)].quantile(0.9)
-    again = run_sweep(spec, tmp_path, executor=LocalExecutor(1), resume=True, progress=False)
+    again = run_sweep(spec, tmp_path, executor=LocalExecutor(1), resume=True)
     assert again.evaluated == 0 and len(load_results(tmp_path)) == len(df)

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from infersim import Scenario, list_chips, load_chip, load_model
 from infersim.explorer.evaluate import BOUNDS, Context, Evaluator, roofline_batch
 from infersim.explorer.spec import parse_spec
-from infersim.simulator import roofline, simulate
+from infersim.simulator import simulate
+from infersim.simulator.engines import roofline
 from infersim.workloads import graph
 from infersim.workloads.ops import Collective, Gemm, HostTransfer
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infersim import Scenario, load_chip, load_model, simulate
-from infersim.simulator import analytic, roofline
+from infersim.simulator.engines import analytic, roofline
 from infersim.workloads import Attention, Gemm
 
 PRESETS = ["h100-sxm", "a100-sxm-80gb", "tpu-v4", "tpu-v1", "edge-npu"]

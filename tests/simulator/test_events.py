@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from infersim.arch_models import list_chips, load_chip
 from infersim.dataflow import TEMPLATES, Tiling, analyze, map_op
-from infersim.simulator import analytic, events, inference
-from infersim.simulator.events_engine import Link, Memory, run
-from infersim.simulator.events_plan import CoreGroup, WorkPlan
-from infersim.simulator.events_timeline import Span
+from infersim.simulator import inference
+from infersim.simulator.engines import analytic, events
+from infersim.simulator.engines.events.plan import CoreGroup, WorkPlan
+from infersim.simulator.engines.events.processes import Link, Memory, run
+from infersim.simulator.engines.events.timeline import Span
 from infersim.workloads import Scenario, load_model
 from infersim.workloads.ops import Attention, Gemm
 

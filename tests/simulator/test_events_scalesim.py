@@ -18,7 +18,7 @@ from infersim.dataflow.scalesim_io import (
     topology_csv,
 )
 from infersim.errors import InfersimError
-from infersim.simulator.events_scalesim import simulate_layer
+from infersim.simulator.engines.events.scalesim import simulate_layer
 from infersim.workloads.ops import Conv2d, Gemm
 
 GOLDEN = Path(__file__).parents[1] / "dataflow" / "golden" / "scalesim_compute.csv"

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from infersim.arch_models import Chip, load_chip
 from infersim.errors import InfersimError, UnsupportedDtypeError
-from infersim.simulator.roofline import cost
+from infersim.simulator.engines.roofline import cost
 from infersim.workloads import Attention, Collective, Conv2d, Elementwise, Gemm, Norm
 
 PRESETS = ["h100-sxm", "a100-sxm-80gb", "tpu-v4", "edge-npu", "b200"]
@@ -109,7 +109,7 @@ def test_collective_uses_the_link():
 
 
 def test_flash_attention_rereads_kv_only_when_shared_sram_cannot_serve_them():
-    from infersim.simulator.roofline import flash_attention_bytes
+    from infersim.simulator.engines.roofline import flash_attention_bytes
 
     attn = Attention(q_len=8192, kv_len=8192, heads=32, kv_heads=8, head_dim=128)
     h100 = load_chip("h100-sxm")

@@ -21,7 +21,7 @@ from infersim.simulator.serving import (
     kv_budget,
     simulate_serving,
 )
-from infersim.simulator.serving_workload import parse_arrivals, parse_length
+from infersim.simulator.serving.workload import parse_arrivals, parse_length
 from infersim.workloads import Precision, graph, load_model
 
 H100 = load_chip("h100-sxm")

@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from infersim.simulator.serve_commands import register, stack_text
+from infersim.cli.serve import register, stack_text
 
 EXAMPLE_TRACE = Path(__file__).parents[2] / "examples" / "serving_trace.csv"
 BASE = ("serve", "--chip", "h100-sxm", "--model", "llama-3-8b")

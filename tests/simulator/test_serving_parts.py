@@ -7,9 +7,9 @@ import pytest
 
 from infersim.errors import ConfigError
 from infersim.simulator.serving import bucket
-from infersim.simulator.serving_kv import ContiguousKV, KVPool, PagedKV
-from infersim.simulator.serving_sched import Request
-from infersim.simulator.serving_workload import (
+from infersim.simulator.serving.kv import ContiguousKV, KVPool, PagedKV
+from infersim.simulator.serving.scheduler import Request
+from infersim.simulator.serving.workload import (
     Burst,
     FixedLength,
     LognormalLength,

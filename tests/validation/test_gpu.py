@@ -13,8 +13,8 @@ pytest.importorskip("triton")
 
 def test_cuda_backend_checks_and_times_a_few_kernels():
     from infersim.arch_models import load_chip
+    from infersim.cli.validate import preset_for_device
     from infersim.validation.backends import CudaBackend
-    from infersim.validation.commands import preset_for_device
     from infersim.validation.harness import run_suite
     from infersim.validation.suite import Suite, load_suite
 

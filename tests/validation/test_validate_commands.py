@@ -1,5 +1,5 @@
-"""``infersim validate`` and ``infersim calibrate`` (registered on a bare app, as cli.py does):
-JSON keys, files written, exit code 2 with one message for bad input."""
+"""``infersim validate`` and ``infersim calibrate`` (registered on a bare app, as infersim.cli
+does): JSON keys, files written, exit code 2 with one message for bad input."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import typer
 from typer.testing import CliRunner
 
 from infersim.arch_models import load_chip
+from infersim.cli.validate import preset_for_device, register
 from infersim.validation.calibrate import DRAM_KNOB, OVERHEAD_KNOB, with_knobs
-from infersim.validation.commands import preset_for_device, register
 from infersim.validation.harness import predict
 from infersim.validation.records import CSV_COLUMNS, kernel_columns
 from infersim.validation.suite import load_suite

@@ -41,8 +41,8 @@ import simpy
 
 from infersim.dataflow.scalesim_io import ScaleSimConfig
 from infersim.errors import InfersimError
-from infersim.simulator.events_scalesim_demand import Ints, demand_rows, matrices, operands
-from infersim.simulator.events_timeline import EventStats, Span, Timeline
+from infersim.simulator.engines.events.scalesim_demand import Ints, demand_rows, matrices, operands
+from infersim.simulator.engines.events.timeline import EventStats, Span, Timeline
 from infersim.workloads.ops import Conv2d, Gemm
 
 MAX_DEMAND_WORDS = 50_000_000

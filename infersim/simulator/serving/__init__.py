@@ -16,6 +16,11 @@ length at their mean prior context, and its decodes at their mean context (atten
 in context, so the decode mean is exact for traffic); sliding-window KV caps are ignored; a
 draft model runs its K steps at the target's context; swap transfers stall the iteration that
 issues them.
+
+The parts: :mod:`.config` (:class:`ServingConfig`), :mod:`.workload` (arrivals and lengths),
+:mod:`.scheduler` (batching policies), :mod:`.kv` (KV pool and prefix cache), :mod:`.cost` (the
+step-cost oracle), :mod:`.metrics` (per-request records and the summary) and :mod:`.engine` (the
+SimPy processes of one run). This module holds the entry points.
 """
 
 from __future__ import annotations
@@ -26,22 +31,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from infersim.arch_models.chip import Chip
 from infersim.errors import ConfigError
 from infersim.simulator.inference import plan_for
-from infersim.simulator.serving_cost import BUCKET_STEPS_PER_OCTAVE, StepCost, bucket, kv_budget
-from infersim.simulator.serving_engine import Progress, Run
-from infersim.simulator.serving_kv import ContiguousKV, KVConfig, PagedKV
-from infersim.simulator.serving_metrics import SLO, summarize, timeline_sample
-from infersim.simulator.serving_sched import (
+from infersim.simulator.serving.config import ServingConfig
+from infersim.simulator.serving.cost import StepCost, bucket, kv_budget
+from infersim.simulator.serving.engine import Progress, Run
+from infersim.simulator.serving.kv import ContiguousKV, PagedKV
+from infersim.simulator.serving.metrics import SLO, summarize, timeline_sample
+from infersim.simulator.serving.scheduler import (
     ChunkedPrefill,
     ContinuousBatching,
-    Scheduler,
     StaticBatching,
 )
-from infersim.simulator.serving_workload import Fixed, Poisson, Workload
+from infersim.simulator.serving.workload import Fixed, Poisson, Workload
 from infersim.workloads.models import ModelConfig
 from infersim.workloads.techniques import Plan, TechniqueStack
 
@@ -64,27 +68,10 @@ __all__ = [
 ]
 
 
-class ServingConfig(BaseModel):
-    """Everything one serving run needs besides the chip, the model and the techniques."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    workload: Workload = Field(description="Arrivals and request lengths")
-    scheduler: Scheduler = Field(default_factory=ContinuousBatching, description="Batching policy")
-    kv: KVConfig = Field(default_factory=PagedKV, description="KV-cache memory manager")
-    slo: SLO = Field(default_factory=SLO, description="Latency objective for goodput")
-    seed: int = Field(default=0, ge=0, le=2**63 - 1, description="Seed of every random stream")
-    bucket_steps_per_octave: int = Field(
-        default=BUCKET_STEPS_PER_OCTAVE, ge=0, le=1024,
-        description="Cost memo resolution: lengths rounded to this many steps per power of two "
-                    "(0 = exact, no rounding)",
-    )
-
-
 @dataclass(frozen=True)
 class ServingResult:
     """One run: the aggregates (``summary``, JSON-ready), one row per request and one per
-    iteration (see :data:`~infersim.simulator.serving_metrics.TIMELINE_COLUMNS`)."""
+    iteration (see :data:`~infersim.simulator.serving.metrics.TIMELINE_COLUMNS`)."""
 
     summary: dict[str, Any]
     requests: pd.DataFrame

@@ -8,7 +8,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,15 +16,13 @@ import simpy
 
 from infersim.arch_models.chip import Chip
 from infersim.errors import ConfigError
-from infersim.simulator.serving_cost import StepCost, kv_budget
-from infersim.simulator.serving_kv import KVPool
-from infersim.simulator.serving_metrics import TIMELINE_COLUMNS, RunTotals, request_frame
-from infersim.simulator.serving_sched import Request, State, Step
-from infersim.simulator.serving_workload import generate
+from infersim.simulator.serving.config import ServingConfig
+from infersim.simulator.serving.cost import StepCost, kv_budget
+from infersim.simulator.serving.kv import KVPool
+from infersim.simulator.serving.metrics import TIMELINE_COLUMNS, RunTotals, request_frame
+from infersim.simulator.serving.scheduler import Request, State, Step
+from infersim.simulator.serving.workload import generate
 from infersim.workloads.techniques import Plan
-
-if TYPE_CHECKING:
-    from infersim.simulator.serving import ServingConfig
 
 _COMPUTED = attrgetter("computed")
 _SHARED = attrgetter("shared_blocks")
@@ -39,7 +37,7 @@ Progress = Callable[[int, int], None]
 class Run:
     """The engine of one simulation: SimPy processes for arrivals and iterations, the queues,
     the KV pool and the records. Schedulers read and call it through
-    :class:`~infersim.simulator.serving_sched.Engine`."""
+    :class:`~infersim.simulator.serving.scheduler.Engine`."""
 
     def __init__(self, chip: Chip, plan: Plan, config: ServingConfig, cost: StepCost,
                  progress: Progress | None) -> None:

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import simpy
 
-from infersim.simulator.events_plan import CoreGroup, WorkPlan
-from infersim.simulator.events_timeline import EventStats, Span
+from infersim.simulator.engines.events.plan import CoreGroup, WorkPlan
+from infersim.simulator.engines.events.timeline import EventStats, Span
 
 INTERLEAVE_BYTES = 256
 """Bytes one HBM channel serves before the next channel takes over (address interleaving);

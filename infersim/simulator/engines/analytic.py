@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op
-from infersim.simulator import roofline
+from infersim.simulator.engines import roofline
 from infersim.simulator.results import Bound, OpCost
 from infersim.workloads.ops import Conv2d, Gemm, OpBase
 

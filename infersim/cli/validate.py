@@ -1,4 +1,5 @@
-"""The ``validate`` and ``calibrate`` commands; :func:`register` adds them to the CLI app.
+"""The ``validate`` and ``calibrate`` commands; :func:`register` adds them to the CLI app, and
+:func:`main` runs them on their own (``python -m infersim.validation``).
 
 Bad input exits with code 2 and one message; a failed correctness check exits with code 1.
 """
@@ -13,7 +14,7 @@ import typer
 from rich.table import Table
 
 from infersim.arch_models import Chip, load_chip
-from infersim.cli_common import console, err_console, print_json, user_errors
+from infersim.cli.common import console, err_console, print_json, user_errors
 from infersim.errors import InfersimError
 from infersim.simulator.inference import ENGINES
 from infersim.units import fmt_time
@@ -288,3 +289,17 @@ def register(app: typer.Typer) -> None:
     """Add the ``validate`` and ``calibrate`` commands to ``app``."""
     app.command(name="validate")(validate_cmd)
     app.command(name="calibrate")(calibrate_cmd)
+
+
+def main() -> None:
+    """``python -m infersim.validation validate|calibrate ...``: the two commands without the
+    rest of the CLI (what ``scripts/gpu_validate.sh`` runs)."""
+    app = typer.Typer(
+        name="infersim-validation",
+        help="Validate infersim against measured kernels and calibrate chips.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    register(app)
+    app()

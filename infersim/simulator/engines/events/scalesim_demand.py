@@ -1,5 +1,5 @@
 """SCALE-Sim's demand and prefetch matrices (v3.0.0, ``scalesim/compute/systolic_compute_*``
-and ``operand_matrix``), rebuilt for the replay in :mod:`.events_scalesim`.
+and ``operand_matrix``), rebuilt for the replay in :mod:`.scalesim`.
 
 Operand addresses are word indices: ifmap ``((row·W + col)·C + ch)`` (−1 past the image
 edge), filter ``FILTER_OFFSET + n·K + k``, ofmap ``OFMAP_OFFSET + m·N + n``. A demand matrix has

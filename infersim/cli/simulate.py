@@ -1,151 +1,41 @@
-"""The ``infersim`` command line: one typer app. Bad input exits with code 2 and one message."""
+"""The commands that cost one model step on one chip: ``simulate``, ``compare`` and ``demo``.
+:func:`register` adds them to the app."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from infersim.arch_models import Chip, list_chips, load_chip
-from infersim.cli_common import console, err_console, print_json, user_errors
+from infersim.arch_models import Chip, load_chip
+from infersim.cli.common import (
+    BatchOpt,
+    ChipOpt,
+    ContextOpt,
+    DataflowOpt,
+    EmulationOpt,
+    EngineOpt,
+    JsonOpt,
+    PhaseChoice,
+    PhaseOpt,
+    PromptOpt,
+    console,
+    err_console,
+    print_json,
+    user_errors,
+)
 from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.io import validate
-from infersim.simulator import events
-from infersim.simulator.inference import ENGINES, simulate, simulate_ops, step_ops
+from infersim.simulator.engines import events
+from infersim.simulator.inference import simulate, simulate_ops, step_ops
 from infersim.simulator.results import PhaseCost
 from infersim.units import fmt_bytes, fmt_time, si
-from infersim.workloads import Scenario, list_models, load_model, load_workload
+from infersim.workloads import Scenario, load_model, load_workload
 from infersim.workloads.ops import OpBase
 from infersim.workloads.techniques import parse as parse_stack
-
-app = typer.Typer(
-    name="infersim",
-    help="Cycle-approximate simulator and design-space explorer for LLM inference.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-class PhaseChoice(StrEnum):
-    """Which step to simulate."""
-
-    prefill = "prefill"
-    decode = "decode"
-
-
-ChipOpt = Annotated[str, typer.Option("--chip", help="Chip preset name or YAML path")]
-PhaseOpt = Annotated[PhaseChoice, typer.Option("--phase", help="prefill or decode")]
-BatchOpt = Annotated[int, typer.Option("--batch", help="Sequences in the batch")]
-PromptOpt = Annotated[int, typer.Option("--prompt-len", help="Prompt tokens (prefill)")]
-ContextOpt = Annotated[int, typer.Option("--context", help="Cached tokens per sequence (decode)")]
-EmulationOpt = Annotated[
-    bool,
-    typer.Option(
-        "--allow-emulation/--no-allow-emulation",
-        help="Cost dtypes the chip lacks as emulated at a wider one",
-    ),
-]
-EngineOpt = Annotated[str, typer.Option("--engine", help=f"Cost engine: {', '.join(ENGINES)}")]
-DataflowOpt = Annotated[
-    str,
-    typer.Option(
-        "--dataflow", help="GEMM dataflow (analytic and events engines): ws, os, is, rs, best"
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON")]
-"""Options several commands share (one definition each)."""
-
-
-def _chip_summary(chip: Chip) -> dict[str, Any]:
-    classes = list(chip.array.macs_per_pe_per_cycle)
-    return {
-        "name": chip.name,
-        "description": chip.description,
-        "cores": chip.cores,
-        "freq_hz": chip.freq_hz,
-        "array": f"{chip.array.rows}x{chip.array.cols}",
-        "peak_flops": {c: chip.peak_flops(c) for c in classes},
-        "dram_capacity_bytes": chip.dram.capacity_bytes,
-        "dram_bandwidth_bytes_per_s": chip.peak_bandwidth_bytes_per_s,
-        "ridge_point_flops_per_byte": {c: chip.ridge_point(c) for c in classes},
-        "source": chip.source,
-    }
-
-
-@app.command()
-def chips(as_json: JsonOpt = False) -> None:
-    """List the chip presets with their peak figures."""
-    rows = [_chip_summary(load_chip(name)) for name in list_chips()]
-    if as_json:
-        print_json(rows)
-        return
-    table = Table(title="chip presets")
-    for col in ("name", "cores", "array", "clock", "dense peak FLOP/s", "DRAM", "bandwidth"):
-        table.add_column(col)
-    for r in rows:
-        peaks = " ".join(f"{c}:{si(f, '').replace(' ', '')}" for c, f in r["peak_flops"].items())
-        table.add_row(
-            r["name"],
-            str(r["cores"]),
-            r["array"],
-            si(r["freq_hz"], "Hz"),
-            peaks,
-            fmt_bytes(r["dram_capacity_bytes"]),
-            si(r["dram_bandwidth_bytes_per_s"], "B/s"),
-        )
-    console.print(table)
-
-
-@app.command()
-def models(as_json: JsonOpt = False) -> None:
-    """List the model presets with their parameter counts."""
-    rows: list[dict[str, Any]] = []
-    for name in list_models():
-        m = load_model(name)
-        rows.append(
-            {
-                "name": name,
-                "params": m.params(),
-                "active_params": m.params(active=True),
-                "layers": m.num_hidden_layers,
-                "hidden_size": m.hidden_size,
-                "heads": m.num_attention_heads,
-                "kv_heads": m.kv_heads,
-                "attention": "mla"
-                if m.is_mla
-                else (
-                    "mha"
-                    if m.kv_heads == m.num_attention_heads
-                    else ("mqa" if m.kv_heads == 1 else "gqa")
-                ),
-                "experts": m.num_experts,
-                "vocab_size": m.vocab_size,
-                "source": m.source,
-            }
-        )
-    if as_json:
-        print_json(rows)
-        return
-    table = Table(title="model presets")
-    for col in ("name", "params", "active", "layers", "hidden", "heads/kv", "attention", "experts"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(
-            r["name"],
-            si(r["params"], ""),
-            si(r["active_params"], ""),
-            str(r["layers"]),
-            str(r["hidden_size"]),
-            f"{r['heads']}/{r['kv_heads']}",
-            r["attention"],
-            str(r["experts"] or "-"),
-        )
-    console.print(table)
 
 
 def _print_phase(cost: PhaseCost, top: int) -> None:
@@ -196,7 +86,6 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
     console.print(table)
 
 
-@app.command(name="simulate")
 def simulate_cmd(
     chip: ChipOpt,
     model: Annotated[str | None, typer.Option(help="Model preset name or config.json path")] = None,
@@ -333,7 +222,6 @@ def compare_rows(
     return rows
 
 
-@app.command()
 def compare(
     chip: ChipOpt,
     model: Annotated[str, typer.Option(help="Model preset name or config.json path")],
@@ -408,7 +296,6 @@ def compare(
             )
 
 
-@app.command()
 def demo() -> None:
     """The main job on embedded defaults: llama-3-8b prefill and decode on h100-sxm."""
     chip, model = load_chip("h100-sxm"), load_model("llama-3-8b")
@@ -444,24 +331,8 @@ def demo() -> None:
     console.print(table)
 
 
-def _register_commands() -> None:
-    """Commands that live with their subsystem (one ``register(app)`` per module)."""
-    from infersim.dataflow import commands as dataflow_commands
-    from infersim.explorer import commands as explorer_commands
-    from infersim.simulator import serve_commands
-    from infersim.validation import commands as validation_commands
-
-    for module in (dataflow_commands, serve_commands, explorer_commands, validation_commands):
-        module.register(app)
-
-
-_register_commands()
-
-
-def main() -> None:
-    """Entry point for ``python -m infersim``."""
-    app()
-
-
-if __name__ == "__main__":
-    main()
+def register(app: typer.Typer) -> None:
+    """Add ``simulate``, ``compare`` and ``demo`` to ``app``."""
+    app.command(name="simulate")(simulate_cmd)
+    app.command(name="compare")(compare)
+    app.command(name="demo")(demo)

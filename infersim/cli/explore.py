@@ -1,7 +1,7 @@
-"""The explorer's CLI commands: ``sweep``, ``report`` and ``pareto``.
+"""The explorer's commands: ``sweep``, ``report`` and ``pareto``, and the sweep's progress bar.
 
-``infersim.cli`` calls :func:`register` to add them to the app. Bad input exits with code 2 and
-one message (``user_errors``), never a traceback.
+:func:`register` adds them to the app. Bad input exits with code 2 and one message
+(``user_errors``), never a traceback.
 """
 
 from __future__ import annotations
@@ -13,9 +13,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
-from infersim.cli_common import console, err_console, print_json, user_errors
+from infersim.cli.common import console, err_console, print_json, user_errors
 from infersim.errors import ConfigError
 
 
@@ -55,6 +67,50 @@ def _is_results(path: Path) -> bool:
     return (path / SHARDS).is_dir()
 
 
+class RateColumn(ProgressColumn):
+    """Points per second of a progress task."""
+
+    def render(self, task: Task) -> Text:
+        """``1,234 pts/s`` (blank until a rate is known)."""
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.0f} pts/s" if speed else "", style="progress.data.speed")
+
+
+class SweepBar:
+    """A sweep's progress bar on stderr, fed by ``run_sweep``'s ``progress(done, total)``.
+
+    It starts at the first report, which comes once the workers have started: a process pool
+    forks before the bar's refresh thread exists."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+        self.bar = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            RateColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=err_console,
+            transient=False,
+        )
+        self.task: TaskID | None = None
+
+    def __call__(self, done: int, total: int | None) -> None:
+        """Show ``done`` of ``total`` points (``total`` None: not known)."""
+        if self.task is None:
+            self.bar.start()
+            self.task = self.bar.add_task(self.description, total=total, completed=done)
+        else:
+            self.bar.update(self.task, completed=done)
+
+    def stop(self) -> None:
+        """Leave the bar's last state on the terminal (nothing if it never started)."""
+        if self.task is not None:
+            self.bar.stop()
+
+
 def _run(spec_path: Path | None, out: Path, executor: Any, resume: bool, quiet: bool,
          chunk_size: int | None = None) -> Any:
     from infersim.explorer.defaults import default_spec
@@ -62,8 +118,13 @@ def _run(spec_path: Path | None, out: Path, executor: Any, resume: bool, quiet: 
     from infersim.explorer.sweep import run_sweep
 
     spec = default_spec() if spec_path is None else load_spec(spec_path)
-    return run_sweep(spec, out, executor=executor, resume=resume, chunk_size=chunk_size,
-                     progress=not quiet, console=err_console)
+    bar = None if quiet else SweepBar(spec.name)
+    try:
+        return run_sweep(spec, out, executor=executor, resume=resume, chunk_size=chunk_size,
+                         progress=bar)
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def _summary_line(summary: Any) -> str:
@@ -238,6 +299,3 @@ def register(app: typer.Typer) -> None:
     app.command(name="sweep")(sweep)
     app.command(name="report")(report)
     app.command(name="pareto")(pareto)
-
-
-__all__ = ["register"]

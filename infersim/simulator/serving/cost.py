@@ -8,7 +8,7 @@ import math
 from infersim.arch_models.chip import Chip
 from infersim.errors import ConfigError
 from infersim.simulator.inference import iteration_time
-from infersim.simulator.serving_kv import KVConfig
+from infersim.simulator.serving.kv import KVConfig
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
 from infersim.workloads.techniques import Plan

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from infersim.simulator.serving_sched import Request
+    from infersim.simulator.serving.scheduler import Request
 
 MEMORY_RESERVE_FRACTION = 0.10
 """DRAM kept out of the KV pool for the framework, CUDA graphs and fragmentation: vLLM's

@@ -1,4 +1,6 @@
-"""CLI commands of the dataflow engine: ``infersim map`` and ``infersim scalesim``."""
+"""The dataflow commands: ``map`` (one GEMM or convolution mapped onto a chip's array, optionally
+run by the event engine) and ``scalesim`` (our per-layer figures under SCALE-Sim's column
+names, with the event engine's replay of its memory system). :func:`register` adds them."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import typer
 from rich.table import Table
 
 from infersim.arch_models import Chip, load_chip
-from infersim.cli_common import console, print_json, user_errors
+from infersim.cli.common import ChipOpt, JsonOpt, console, print_json, user_errors
 from infersim.dataflow.energy import energy
 from infersim.dataflow.loopnest import LEVELS, Mapping
 from infersim.dataflow.mapper import map_op
@@ -21,6 +23,8 @@ from infersim.dataflow.scalesim_io import (
     scalesim_report,
 )
 from infersim.errors import InfersimError
+from infersim.simulator.engines.events import simulate_mapping
+from infersim.simulator.engines.events.scalesim import simulate_layer
 from infersim.units import fmt_bytes, fmt_time
 from infersim.workloads.ops import Conv2d, Gemm
 
@@ -71,8 +75,6 @@ ENGINES = ("analytic", "events")
 def events_document(op: Gemm | Conv2d, chip: Chip, mapping: Mapping) -> dict[str, Any]:
     """The event engine's run of ``mapping`` (cores fed straight from DRAM): total cycles,
     time, stalls (cycles, means over the cores used), waves and what was simulated."""
-    from infersim.simulator.events import simulate_mapping  # the CLI reaches the simulator
-
     cycles, timeline = simulate_mapping(op, chip, mapping)
     st = timeline.stats
     return {
@@ -103,7 +105,7 @@ def _events_rows(ev: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def map_command(
-    chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
+    chip: ChipOpt,
     gemm: Annotated[str | None, typer.Option(help="GEMM M,K,N (C[M,N] = A[M,K]·B[K,N])")] = None,
     conv: Annotated[str | None, typer.Option(help="Convolution H,W,R,S,C,K,STRIDE")] = None,
     batch: Annotated[int, typer.Option(help="Images (convolution batch)")] = 1,
@@ -114,7 +116,7 @@ def map_command(
     engine: Annotated[
         str, typer.Option(help="analytic, or events: also run the best mapping tile by tile")
     ] = "analytic",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Map one GEMM or convolution onto a chip's array: loop nest, traffic, cycles, energy."""
     with user_errors():
@@ -181,13 +183,11 @@ def map_command(
 
 EVENT_COLUMNS = ("Event Total Cycles", "Event Stall Cycles")
 """Columns ``infersim scalesim`` adds for USER configs: SCALE-Sim's memory system replayed by
-the event engine (:mod:`infersim.simulator.events_scalesim`); None for a layer too large."""
+the event engine (:mod:`infersim.simulator.engines.events.scalesim`); None for a layer too large."""
 
 
 def event_columns(cfg: ScaleSimConfig, op: Gemm | Conv2d) -> dict[str, int | None]:
     """Total and stall cycles of ``op`` with SCALE-Sim's bandwidth setting, from the replay."""
-    from infersim.simulator.events_scalesim import simulate_layer  # the CLI reaches the simulator
-
     try:
         res = simulate_layer(cfg, op)
     except InfersimError:
@@ -200,7 +200,7 @@ def scalesim_command(
     topology: Annotated[Path, typer.Option(help="SCALE-Sim topology CSV")],
     gemm: Annotated[bool, typer.Option("--gemm", help="The topology is M,N,K GEMMs")] = False,
     dtype: Annotated[str, typer.Option(help="Word type: int8 or int16")] = "int8",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Our per-layer figures under SCALE-Sim's COMPUTE_REPORT column names, to diff the two."""
     with user_errors():

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from infersim.simulator.serving_sched import Request, State
+from infersim.simulator.serving.scheduler import Request, State
 
 PERCENTILES = (50, 90, 99)
 """The latency percentiles reported."""

@@ -1,6 +1,7 @@
-"""``infersim serve``: the request-level serving simulation from the command line.
+"""``infersim serve``: the request-level serving simulation from the command line, with its
+progress bar and tables.
 
-``register(app)`` adds the command; bad input exits with code 2 and one message.
+:func:`register` adds the command; bad input exits with code 2 and one message.
 """
 
 from __future__ import annotations
@@ -14,12 +15,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from infersim.arch_models import load_chip
-from infersim.cli_common import console, err_console, fail, print_json, user_errors
+from infersim.cli.common import (
+    ChipOpt,
+    JsonOpt,
+    console,
+    err_console,
+    fail,
+    print_json,
+    user_errors,
+)
 from infersim.errors import InfersimError
 from infersim.io import validate
 from infersim.simulator.inference import ENGINES
 from infersim.simulator.serving import ServingConfig, ServingResult, simulate_serving, sweep_rate
-from infersim.simulator.serving_workload import (
+from infersim.simulator.serving.workload import (
     Trace,
     TraceLength,
     parse_arrivals,
@@ -178,7 +187,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def serve(
-        chip: Annotated[str, typer.Option(help="Chip preset name or YAML path")],
+        chip: ChipOpt,
         model: Annotated[str, typer.Option(help="Model preset name or config.json path")],
         techniques: Annotated[
             str | None, typer.Option(help="Technique stack, e.g. int4-awq+kv-fp8")
@@ -254,7 +263,7 @@ def register(app: typer.Typer) -> None:
         save_requests: Annotated[
             Path | None, typer.Option(help="Write the per-request table to this CSV")
         ] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+        as_json: JsonOpt = False,
     ) -> None:
         """Simulate serving a request stream: batching, KV memory, prefix cache, speculative
         decoding; latency percentiles, throughput and goodput under an SLO."""

@@ -2,10 +2,10 @@
 
 The op is mapped exactly as the analytic engine maps it (:func:`infersim.dataflow.map_op`,
 latency objective; on a chip with a shared SRAM, the cores' mapping against the L2 and the
-L2-level mapping against DRAM, see :func:`infersim.simulator.analytic.level_views`). The
-mapping is then unrolled into each core's sequence of SRAM tiles (:mod:`.events_plan`: tiles
+L2-level mapping against DRAM, see :func:`infersim.simulator.engines.analytic.level_views`). The
+mapping is then unrolled into each core's sequence of SRAM tiles (:mod:`.plan`: tiles
 dealt to the cores in waves, so a last partial wave shows) and run by SimPy processes
-(:mod:`.events_engine`: double-buffered DMA-in, one compute process per core group, DMA-out,
+(:mod:`.processes`: double-buffered DMA-in, one compute process per core group, DMA-out,
 HBM channels with bandwidth and access latency shared by all cores, SRAM as capacity-limited
 buffers). Every other operator (attention, vector work, transfers) is costed by the roofline,
 as in the analytic engine.
@@ -30,15 +30,15 @@ from typing import Any
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import map_op
 from infersim.dataflow.loopnest import Mapping, problem_of
-from infersim.simulator import analytic, roofline
-from infersim.simulator.events_engine import Link, Memory, RunResult, run
-from infersim.simulator.events_plan import work_plan
-from infersim.simulator.events_timeline import EventStats, Span, Timeline
+from infersim.simulator.engines import analytic, roofline
+from infersim.simulator.engines.events.plan import work_plan
+from infersim.simulator.engines.events.processes import Link, Memory, RunResult, run
+from infersim.simulator.engines.events.timeline import EventStats, Span, Timeline
 from infersim.simulator.results import Bound, OpCost
 from infersim.workloads.ops import Conv2d, Gemm, OpBase
 
 MAX_BLOCKS = 128
-"""Default blocks per core group: more tiles than this are merged (see :mod:`.events_plan`)."""
+"""Default blocks per core group: more tiles than this are merged (see :mod:`.plan`)."""
 
 _MEMO: OrderedDict[tuple[Any, ...], tuple[OpCost, Timeline]] = OrderedDict()
 _MEMO_MAX = 1024

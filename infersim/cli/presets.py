@@ -1,0 +1,105 @@
+"""The commands that list what ships with infersim: ``chips`` and ``models``.
+:func:`register` adds them to the app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from infersim.arch_models import Chip, list_chips, load_chip
+from infersim.cli.common import JsonOpt, console, print_json
+from infersim.units import fmt_bytes, si
+from infersim.workloads import list_models, load_model
+
+
+def _chip_summary(chip: Chip) -> dict[str, Any]:
+    classes = list(chip.array.macs_per_pe_per_cycle)
+    return {
+        "name": chip.name,
+        "description": chip.description,
+        "cores": chip.cores,
+        "freq_hz": chip.freq_hz,
+        "array": f"{chip.array.rows}x{chip.array.cols}",
+        "peak_flops": {c: chip.peak_flops(c) for c in classes},
+        "dram_capacity_bytes": chip.dram.capacity_bytes,
+        "dram_bandwidth_bytes_per_s": chip.peak_bandwidth_bytes_per_s,
+        "ridge_point_flops_per_byte": {c: chip.ridge_point(c) for c in classes},
+        "source": chip.source,
+    }
+
+
+def chips(as_json: JsonOpt = False) -> None:
+    """List the chip presets with their peak figures."""
+    rows = [_chip_summary(load_chip(name)) for name in list_chips()]
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title="chip presets")
+    for col in ("name", "cores", "array", "clock", "dense peak FLOP/s", "DRAM", "bandwidth"):
+        table.add_column(col)
+    for r in rows:
+        peaks = " ".join(f"{c}:{si(f, '').replace(' ', '')}" for c, f in r["peak_flops"].items())
+        table.add_row(
+            r["name"],
+            str(r["cores"]),
+            r["array"],
+            si(r["freq_hz"], "Hz"),
+            peaks,
+            fmt_bytes(r["dram_capacity_bytes"]),
+            si(r["dram_bandwidth_bytes_per_s"], "B/s"),
+        )
+    console.print(table)
+
+
+def models(as_json: JsonOpt = False) -> None:
+    """List the model presets with their parameter counts."""
+    rows: list[dict[str, Any]] = []
+    for name in list_models():
+        m = load_model(name)
+        rows.append(
+            {
+                "name": name,
+                "params": m.params(),
+                "active_params": m.params(active=True),
+                "layers": m.num_hidden_layers,
+                "hidden_size": m.hidden_size,
+                "heads": m.num_attention_heads,
+                "kv_heads": m.kv_heads,
+                "attention": "mla"
+                if m.is_mla
+                else (
+                    "mha"
+                    if m.kv_heads == m.num_attention_heads
+                    else ("mqa" if m.kv_heads == 1 else "gqa")
+                ),
+                "experts": m.num_experts,
+                "vocab_size": m.vocab_size,
+                "source": m.source,
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title="model presets")
+    for col in ("name", "params", "active", "layers", "hidden", "heads/kv", "attention", "experts"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r["name"],
+            si(r["params"], ""),
+            si(r["active_params"], ""),
+            str(r["layers"]),
+            str(r["hidden_size"]),
+            f"{r['heads']}/{r['kv_heads']}",
+            r["attention"],
+            str(r["experts"] or "-"),
+        )
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``chips`` and ``models`` to ``app``."""
+    app.command(name="chips")(chips)
+    app.command(name="models")(models)
