@@ -59,7 +59,7 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
     fits = (
         "yes"
         if mem.fits
-        else f"no: short {fmt_bytes(mem.shortfall_bytes)}, {mem.chips_needed} chips"
+        else f"[bold red]NO[/]: short {fmt_bytes(mem.shortfall_bytes)}, {mem.chips_needed} chips"
     )
     head.add_row(f"fits in {fmt_bytes(mem.capacity_bytes)}", fits)
     if cost.chips > 1:
@@ -67,6 +67,14 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
     console.print(head)
     for note in cost.notes:
         console.print(f"note: {note}", markup=False, highlight=False)
+    if not mem.fits:
+        console.print(
+            f"[bold red]does not fit[/]: the figures above assume {fmt_bytes(mem.total_bytes)} "
+            f"in {fmt_bytes(mem.capacity_bytes)}"
+            + (": the ways out below fit" if cost.ways_out else "")
+        )
+    if cost.ways_out:
+        _print_ways_out(cost)
     ops = sorted(cost.ops, key=lambda c: c.total_time_s, reverse=True)[:top]
     table = Table(title=f"top {len(ops)} operators by time")
     for col in ("op", "kind", "count", "FLOPs", "DRAM", "time (all)", "share", "bound"):
@@ -86,6 +94,26 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
     console.print(table)
 
 
+def _print_ways_out(cost: PhaseCost) -> None:
+    latency_name = "TTFT" if cost.phase == "prefill" else "TPOT"
+    table = Table(title="ways out (each simulated)")
+    for col in ("way out", "techniques", "chips", latency_name, "tokens/s", "memory", "bound"):
+        table.add_column(col, justify="right" if col in ("chips", latency_name, "tokens/s",
+                                                         "memory") else "left")  # fmt: skip
+    for way in cost.ways_out:
+        c = way.cost
+        table.add_row(
+            way.description,
+            way.techniques or "baseline",
+            str(c.chips),
+            fmt_time(c.ttft_s or c.tpot_s or 0.0),
+            f"{c.tokens_per_s:,.1f}",
+            f"{fmt_bytes(c.memory.total_bytes)} / {fmt_bytes(c.memory.capacity_bytes)}",
+            c.bound,
+        )
+    console.print(table)
+
+
 def simulate_cmd(
     chip: ChipOpt,
     model: Annotated[str | None, typer.Option(help="Model preset name or config.json path")] = None,
@@ -94,7 +122,10 @@ def simulate_cmd(
     batch: BatchOpt = 1,
     prompt_len: PromptOpt = 512,
     context: ContextOpt = 512,
-    weights_dtype: Annotated[str, typer.Option(help="Weight dtype")] = "bf16",
+    weights_dtype: Annotated[
+        str | None,
+        typer.Option(help="Weight dtype (default: the checkpoint quantization_config, or bf16)"),
+    ] = None,
     act_dtype: Annotated[str, typer.Option(help="Activation/compute dtype")] = "bf16",
     kv_dtype: Annotated[str, typer.Option(help="KV-cache dtype")] = "bf16",
     techniques: Annotated[
@@ -122,12 +153,15 @@ def simulate_cmd(
             cost = simulate_ops(the_chip, wl.ops, name=wl.name, engine=engine, dataflow=dataflow)
             traced: list[OpBase] = list(wl.ops)
         else:
+            precision = {"act": act_dtype, "kv": kv_dtype}
+            if weights_dtype is not None:
+                precision["weights"] = weights_dtype
             options = {
                 "phase": phase.value,
                 "batch": batch,
                 "prompt_len": prompt_len,
                 "context_len": context,
-                "precision": {"weights": weights_dtype, "act": act_dtype, "kv": kv_dtype},
+                "precision": precision,
             }
             scenario = validate(Scenario, options, "options")
             stack = techniques or ""
@@ -196,7 +230,8 @@ def compare_rows(
     for stack in stacks:
         try:
             cost = simulate(
-                chip, model_cfg, scenario, engine=engine, techniques=stack, dataflow=dataflow
+                chip, model_cfg, scenario, engine=engine, techniques=stack, dataflow=dataflow,
+                ways_out=False,
             )
         except UnsupportedDtypeError as exc:
             rows.append({"technique": stack, "error": str(exc)})
@@ -279,7 +314,7 @@ def compare(
             r["technique"],
             fmt_bytes(r["weights_bytes"]),
             fmt_bytes(r["kv_bytes"]),
-            "yes" if r["fits"] else "no",
+            "yes" if r["fits"] else "[bold red]no[/]",
             fmt_time(r.get("ttft_s") or r.get("tpot_s") or 0.0),
             f"{r['tokens_per_s']:,.1f}",
             f"{r['energy_per_token_j']:.3g}",

@@ -529,7 +529,9 @@ def _simulate(chip: Chip, case: WorkloadCase, p: Point) -> PhaseCost:
     assert case.model is not None and case.scenario is not None
     if p.technique != "baseline":
         kwargs["techniques"] = p.technique
-    return inference.simulate(chip, case.model, case.scenario, engine=p.engine, **kwargs)
+    # a design point that does not fit is recorded as such; its ways out are another design
+    return inference.simulate(chip, case.model, case.scenario, engine=p.engine, ways_out=False,
+                              **kwargs)
 
 
 def _ops_of(cost: PhaseCost) -> dict[str, list[Any]]:

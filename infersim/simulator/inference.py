@@ -13,7 +13,8 @@ from infersim import dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.simulator.engines import analytic, events, roofline
-from infersim.simulator.results import MemoryReport, OpCost, PhaseCost
+from infersim.simulator.results import MemoryReport, OpCost, PhaseCost, WayOut
+from infersim.simulator.ways_out import ways_out as find_ways
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
 from infersim.workloads.ops import Collective, HostTransfer, OpBase
@@ -109,7 +110,8 @@ def step_ops(
     Raises:
         UnsupportedDtypeError, InfersimError: as :func:`simulate`.
     """
-    plan, _ = _resolve(parse(techniques).plan(model, scenario.precision), chip)
+    precision, _ = checkpoint_precision(model, scenario.precision)
+    plan, _ = _resolve(parse(techniques).plan(model, precision), chip)
     _needs_link(chip, plan)
     scenario = scenario.model_copy(update={"precision": plan.precision})
     stage_model = plan.model
@@ -190,6 +192,15 @@ def _speculative(
     return draft + verify, memory, chips, spec.expected_tokens
 
 
+def checkpoint_precision(model: ModelConfig, precision: Precision) -> tuple[Precision, list[str]]:
+    """``precision`` with the weights in the checkpoint's format (``quantization_config``) when
+    the caller did not set the weights dtype, and the note that says so."""
+    if model.quantized_weights is None or "weights" in precision.model_fields_set:
+        return precision, []
+    note = f"weights as the checkpoint's quantization_config: {model.quantized_weights}"
+    return precision.model_copy(update={"weights": model.quantized_weights}), [note]
+
+
 def simulate(
     chip: Chip,
     model: ModelConfig,
@@ -197,9 +208,14 @@ def simulate(
     engine: str = "analytic",
     techniques: str | TechniqueStack | None = None,
     dataflow: str = "best",
+    ways_out: bool = True,
 ) -> PhaseCost:
     """Latency, throughput, per-op breakdown and memory footprint of one step, with a
     technique stack applied (``"int4-awq+kv-fp8+flash"``; ``None`` is the baseline).
+    A step that does not fit is still costed (``memory.fits`` is False) and, with
+    ``ways_out``, carries every way out priced (:mod:`infersim.simulator.ways_out`). The
+    weights default to the checkpoint's format when the model has one and the scenario's
+    precision does not set the weights.
 
     ``engine`` is ``analytic`` (GEMMs mapped with ``dataflow``: ws, os, is, rs or best),
     ``events`` (the same mappings run tile by tile on SimPy: contention, waves, stalls; see
@@ -212,7 +228,10 @@ def simulate(
             (tp/pp without a chip link, offload without a host link).
     """
     stack = parse(techniques)
-    plan, notes = _resolve(stack.plan(model, scenario.precision), chip)
+    precision, notes = checkpoint_precision(model, scenario.precision)
+    plan, resolved = _resolve(stack.plan(model, precision), chip)
+    notes += resolved
+    asked = scenario
     scenario = scenario.model_copy(update={"precision": plan.precision})
     tokens_per_seq = 1.0
     if plan.speculative is not None and scenario.phase == "decode":
@@ -223,6 +242,10 @@ def simulate(
         if plan.speculative is not None:
             notes.append("speculative decoding does not change a prefill")
         costs, memory, chips = _step(chip, plan, scenario, engine, dataflow)
+    alternatives: tuple[WayOut, ...] = ()
+    if ways_out and not memory.fits:
+        base = "" if stack.name == "baseline" else stack.name
+        alternatives = tuple(find_ways(simulate, chip, model, asked, engine, base, dataflow))
     return PhaseCost(
         chip=chip.name,
         model=plan.model.name,
@@ -239,6 +262,7 @@ def simulate(
         chips=chips,
         tokens_per_seq=tokens_per_seq,
         notes=tuple(notes),
+        ways_out=alternatives,
     )
 
 
@@ -254,9 +278,10 @@ def plan_for(
     Raises:
         UnsupportedDtypeError, InfersimError: as :func:`simulate`.
     """
-    plan, notes = _resolve(parse(techniques).plan(model, precision or Precision()), chip)
+    precision, notes = checkpoint_precision(model, precision or Precision())
+    plan, resolved = _resolve(parse(techniques).plan(model, precision), chip)
     _needs_link(chip, plan)
-    return plan, notes
+    return plan, notes + resolved
 
 
 def iteration_time(

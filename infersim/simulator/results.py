@@ -114,6 +114,9 @@ class PhaseCost:
     chips: int = 1
     tokens_per_seq: float = 1.0
     notes: tuple[str, ...] = ()
+    ways_out: tuple[WayOut, ...] = ()
+    """When the step does not fit: the same question asked other ways, each simulated (see
+    :mod:`infersim.simulator.ways_out`)."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -188,6 +191,8 @@ class PhaseCost:
             "tokens_per_seq": self.tokens_per_seq,
             "notes": list(self.notes),
             "memory": self.memory.to_dict(),
+            "fits": self.memory.fits,
+            "ways_out": [w.to_dict() for w in self.ways_out],
             "ops": [
                 {
                     "name": c.name,
@@ -204,4 +209,35 @@ class PhaseCost:
                 }
                 for c in self.ops
             ],
+        }
+
+
+@dataclass(frozen=True)
+class WayOut:
+    """One way to make a step fit that does not: what changes, and its simulated cost."""
+
+    kind: str
+    techniques: str
+    description: str
+    cost: PhaseCost
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures a reader compares across ways out (JSON-ready)."""
+        c = self.cost
+        return {
+            "kind": self.kind,
+            "techniques": self.techniques,
+            "description": self.description,
+            "batch": c.batch,
+            "prompt_len": c.prompt_len,
+            "context_len": c.context_len,
+            "chips": c.chips,
+            "latency_s": c.latency_s,
+            "ttft_s": c.ttft_s,
+            "tpot_s": c.tpot_s,
+            "tokens_per_s": c.tokens_per_s,
+            "bound": c.bound,
+            "fits": c.memory.fits,
+            "memory": c.memory.to_dict(),
+            "notes": list(c.notes),
         }

@@ -279,13 +279,14 @@ def test_whole_model_simulates_each_distinct_op_once(monkeypatch) -> None:
     monkeypatch.setattr(events, "_simulate", counting)
     chip, model = load_chip("h100-sxm"), load_model("llama-3-70b")
     scenario = Scenario(phase="decode", batch=1, context_len=4096)
-    ev = inference.simulate(chip, model, scenario, engine="events")
+    # (70B in bf16 does not fit one H100: its ways out are other simulations, not asked here)
+    ev = inference.simulate(chip, model, scenario, engine="events", ways_out=False)
     distinct = len(calls)
     gemms = {c.name for c in ev.ops if c.kind == "gemm"}
     assert len(gemms) <= distinct <= len({c.name for c in ev.ops}) < 20
-    inference.simulate(chip, model, scenario, engine="events")
+    inference.simulate(chip, model, scenario, engine="events", ways_out=False)
     assert len(calls) == distinct
-    an = inference.simulate(chip, model, scenario, engine="analytic")
+    an = inference.simulate(chip, model, scenario, engine="analytic", ways_out=False)
     assert ev.latency_s == pytest.approx(an.latency_s, rel=0.03)
     assert ev.engine == "events"
 
