@@ -8,12 +8,50 @@ Public API::
     cost.tpot_s, cost.memory.fits
 """
 
-from infersim.arch_models import Chip, list_chips, load_chip
-from infersim.errors import ConfigError, InfersimError, UnsupportedDtypeError
-from infersim.simulator import PhaseCost, simulate, simulate_ops
-from infersim.workloads import ModelConfig, Precision, Scenario, list_models, load_model
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from infersim.arch_models import Chip, list_chips, load_chip
+    from infersim.errors import ConfigError, InfersimError, UnsupportedDtypeError
+    from infersim.simulator import PhaseCost, simulate, simulate_ops
+    from infersim.workloads import ModelConfig, Precision, Scenario, list_models, load_model
 
 __version__ = "0.1.0"
+
+_PUBLIC: dict[str, str] = {
+    "Chip": "infersim.arch_models",
+    "list_chips": "infersim.arch_models",
+    "load_chip": "infersim.arch_models",
+    "ConfigError": "infersim.errors",
+    "InfersimError": "infersim.errors",
+    "UnsupportedDtypeError": "infersim.errors",
+    "PhaseCost": "infersim.simulator",
+    "simulate": "infersim.simulator",
+    "simulate_ops": "infersim.simulator",
+    "ModelConfig": "infersim.workloads",
+    "Precision": "infersim.workloads",
+    "Scenario": "infersim.workloads",
+    "list_models": "infersim.workloads",
+    "load_model": "infersim.workloads",
+}
+"""Public name -> the module that defines it. Imported on first use (PEP 562), so that
+``import infersim.<layer>`` (and the CLI's start) pays only for what it uses."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'infersim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
+
 
 __all__ = [
     "Chip",

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from infersim.errors import InfersimError, format_validation_error
-from infersim.simulator.inference import ENGINES
+from infersim.simulator.engines import ENGINE_NAMES
 
 console = Console()
 err_console = Console(stderr=True)
@@ -70,7 +70,7 @@ EmulationOpt = Annotated[
         help="Cost dtypes the chip lacks as emulated at a wider one",
     ),
 ]
-EngineOpt = Annotated[str, typer.Option("--engine", help=f"Cost engine: {', '.join(ENGINES)}")]
+EngineOpt = Annotated[str, typer.Option("--engine", help=f"Cost engine: {', '.join(ENGINE_NAMES)}")]
 DataflowOpt = Annotated[
     str,
     typer.Option(

@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from infersim.arch_models import Chip, list_chips, load_chip
 from infersim.cli.common import JsonOpt, console, print_json
 from infersim.units import fmt_bytes, si
-from infersim.workloads import list_models, load_model
+
+if TYPE_CHECKING:
+    from infersim.arch_models import Chip
+  # imported by the commands that use them (a fast start)
+    pass
 
 
 def _chip_summary(chip: Chip) -> dict[str, Any]:
@@ -32,6 +35,8 @@ def _chip_summary(chip: Chip) -> dict[str, Any]:
 
 def chips(as_json: JsonOpt = False) -> None:
     """List the chip presets with their peak figures."""
+    from infersim.arch_models import list_chips, load_chip
+
     rows = [_chip_summary(load_chip(name)) for name in list_chips()]
     if as_json:
         print_json(rows)
@@ -55,6 +60,8 @@ def chips(as_json: JsonOpt = False) -> None:
 
 def models(as_json: JsonOpt = False) -> None:
     """List the model presets with their parameter counts."""
+    from infersim.workloads import list_models, load_model
+
     rows: list[dict[str, Any]] = []
     for name in list_models():
         m = load_model(name)

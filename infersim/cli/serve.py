@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from infersim.arch_models import load_chip
 from infersim.cli.common import (
     ChipOpt,
     JsonOpt,
@@ -25,18 +24,11 @@ from infersim.cli.common import (
     user_errors,
 )
 from infersim.errors import InfersimError
-from infersim.io import validate
-from infersim.simulator.inference import ENGINES
-from infersim.simulator.serving import ServingConfig, ServingResult, simulate_serving, sweep_rate
-from infersim.simulator.serving.workload import (
-    Trace,
-    TraceLength,
-    parse_arrivals,
-    parse_length,
-)
+from infersim.simulator.engines import ENGINE_NAMES as ENGINES
 from infersim.units import fmt_time
-from infersim.workloads import load_model
-from infersim.workloads.techniques import parse as parse_stack
+
+if TYPE_CHECKING:  # the serving simulator (SimPy, pandas) is imported by the command itself
+    from infersim.simulator.serving import ServingConfig, ServingResult
 
 DEFAULT_REQUESTS = 1000
 """Synthetic requests simulated when ``--requests`` is not given."""
@@ -96,16 +88,25 @@ def build_config(
     Raises:
         ConfigError: a bad option value or a combination that does not apply.
     """
+    from infersim.io import validate
+    from infersim.simulator.serving import ServingConfig
+    from infersim.simulator.serving.workload import Trace, TraceLength, parse_arrivals, parse_length
+
     arrival = parse_arrivals(arrivals)
     is_trace = isinstance(arrival, Trace)
     default_len = "trace" if is_trace else None
     if requests is None and not is_trace:
         requests = DEFAULT_REQUESTS
-    workload: dict[str, Any] = {"arrivals": arrival, "requests": requests,
-                                "max_output_tokens": max_output,
-                                "shared_prefix_tokens": shared_prefix}
-    for key, text in (("prompt_len", prompt_len or default_len),
-                      ("output_len", output_len or default_len)):
+    workload: dict[str, Any] = {
+        "arrivals": arrival,
+        "requests": requests,
+        "max_output_tokens": max_output,
+        "shared_prefix_tokens": shared_prefix,
+    }
+    for key, text in (
+        ("prompt_len", prompt_len or default_len),
+        ("output_len", output_len or default_len),
+    ):
         if text is None:
             continue
         workload[key] = parse_length(text)
@@ -120,8 +121,11 @@ def build_config(
         if scheduler is not SchedulerChoice.static:
             raise InfersimError("--batch-timeout-s applies to --scheduler static only")
         sched["timeout_s"] = batch_timeout_s
-    kv_cfg: dict[str, Any] = {"kind": kv.value, "preemption": preemption.value,
-                              "kv_capacity_bytes": kv_capacity_bytes}
+    kv_cfg: dict[str, Any] = {
+        "kind": kv.value,
+        "preemption": preemption.value,
+        "kv_capacity_bytes": kv_capacity_bytes,
+    }
     if kv is KVChoice.contiguous and (prefix_cache or block_size is not None):
         raise InfersimError("--prefix-cache and --block-size need --kv paged")
     if kv is KVChoice.paged:
@@ -136,34 +140,54 @@ def _latency_table(summary: dict[str, Any]) -> Table:
     table = Table(title="latency per request")
     for col in ("metric", "mean", "p50", "p90", "p99"):
         table.add_column(col, justify="left" if col == "metric" else "right")
-    for key, label in (("queue_s", "queueing"), ("ttft_s", "TTFT"), ("tpot_s", "TPOT"),
-                       ("e2e_s", "end-to-end")):
+    for key, label in (
+        ("queue_s", "queueing"),
+        ("ttft_s", "TTFT"),
+        ("tpot_s", "TPOT"),
+        ("e2e_s", "end-to-end"),
+    ):
         stats = summary[key]
-        table.add_row(label, *(fmt_time(v) if v is not None else "-"
-                               for v in (stats["mean"], stats["p50"], stats["p90"], stats["p99"])))
+        table.add_row(
+            label,
+            *(
+                fmt_time(v) if v is not None else "-"
+                for v in (stats["mean"], stats["p50"], stats["p90"], stats["p99"])
+            ),
+        )
     return table
 
 
 def _print_result(result: ServingResult) -> None:
     s = result.summary
-    head = Table(title=f"{s['model']} on {s['chip']}: {s['scheduler']} batching, {s['kv']} KV, "
-                       f"{s['techniques']}")
+    head = Table(
+        title=f"{s['model']} on {s['chip']}: {s['scheduler']} batching, {s['kv']} KV, "
+        f"{s['techniques']}"
+    )
     head.add_column("metric")
     head.add_column("value", justify="right")
     slo = s["slo"]
     rows = [
-        ("requests completed / rejected / preempted",
-         f"{s['requests_completed']} / {s['requests_rejected']} / {s['requests_preempted']}"),
+        (
+            "requests completed / rejected / preempted",
+            f"{s['requests_completed']} / {s['requests_rejected']} / {s['requests_preempted']}",
+        ),
         ("simulated duration", fmt_time(s["duration_s"])),
-        ("throughput", f"{s['throughput_requests_per_s']:.3g} req/s, "
-                       f"{s['throughput_tokens_per_s']:,.0f} output tok/s"),
-        (f"goodput (TTFT ≤ {fmt_time(slo['ttft_s'])}, TPOT ≤ {fmt_time(slo['tpot_s'])})",
-         f"{s['goodput_requests_per_s']:.3g} req/s ({s['slo_attainment']:.1%} of requests)"),
+        (
+            "throughput",
+            f"{s['throughput_requests_per_s']:.3g} req/s, "
+            f"{s['throughput_tokens_per_s']:,.0f} output tok/s",
+        ),
+        (
+            f"goodput (TTFT ≤ {fmt_time(slo['ttft_s'])}, TPOT ≤ {fmt_time(slo['tpot_s'])})",
+            f"{s['goodput_requests_per_s']:.3g} req/s ({s['slo_attainment']:.1%} of requests)",
+        ),
         ("batch size mean / max", f"{s['batch_size_mean']:.1f} / {s['batch_size_max']}"),
         ("running requests mean / max", f"{s['concurrency_mean']:.1f} / {s['concurrency_max']}"),
         ("KV capacity", f"{s['kv_capacity_tokens']:,} tokens"),
-        ("KV utilization mean / max", f"{s['kv_utilization_mean']:.1%} / "
-                                      f"{s['kv_utilization_max']:.1%}"),
+        (
+            "KV utilization mean / max",
+            f"{s['kv_utilization_mean']:.1%} / {s['kv_utilization_max']:.1%}",
+        ),
         ("KV waste (allocated, not holding tokens)", f"{s['kv_waste_fraction_mean']:.1%}"),
     ]
     if s["prefix_cache_hit_tokens"]:
@@ -172,8 +196,9 @@ def _print_result(result: ServingResult) -> None:
         rows.append(("speculative tokens per pass", f"{s['spec_tokens_per_pass_mean']:.2f}"))
     if s["swap_s"]:
         rows.append(("swap time", fmt_time(s["swap_s"])))
-    rows.append(("iterations (cost memo entries)",
-                 f"{s['iterations']:,} ({s['cost_memo']['entries']:,})"))
+    rows.append(
+        ("iterations (cost memo entries)", f"{s['iterations']:,} ({s['cost_memo']['entries']:,})")
+    )
     for label, value in rows:
         head.add_row(label, value)
     console.print(head)
@@ -194,8 +219,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         spec: Annotated[
             str | None,
-            typer.Option(help="Speculative decoding, e.g. draft=llama-3-8b:k=4:alpha=0.7 or "
-                              "ngram:k=4:alpha=0.7 (appended to the stack as spec:...)"),
+            typer.Option(
+                help="Speculative decoding, e.g. draft=llama-3-8b:k=4:alpha=0.7 or "
+                "ngram:k=4:alpha=0.7 (appended to the stack as spec:...)"
+            ),
         ] = None,
         arrivals: Annotated[
             str, typer.Option(help="poisson:RATE, fixed:RATE (req/s), burst or trace:PATH")
@@ -206,16 +233,20 @@ def register(app: typer.Typer) -> None:
         ] = None,
         prompt_len: Annotated[
             str | None,
-            typer.Option(help="Prompt tokens: N, uniform:LO:HI, lognormal:MEDIAN:SIGMA, trace "
-                              "[default: 512, or trace]"),
+            typer.Option(
+                help="Prompt tokens: N, uniform:LO:HI, lognormal:MEDIAN:SIGMA, trace "
+                "[default: 512, or trace]"
+            ),
         ] = None,
         output_len: Annotated[
             str | None, typer.Option(help="Output tokens, same forms [default: 128, or trace]")
         ] = None,
         max_output: Annotated[
             int | None,
-            typer.Option(help="Output cap (max_tokens) a contiguous KV reserves [default: the "
-                              "distribution's longest]"),
+            typer.Option(
+                help="Output cap (max_tokens) a contiguous KV reserves [default: the "
+                "distribution's longest]"
+            ),
         ] = None,
         shared_prefix: Annotated[
             int, typer.Option(help="Tokens of a system prompt every request shares")
@@ -253,8 +284,11 @@ def register(app: typer.Typer) -> None:
         ] = 0.9,
         seed: Annotated[int, typer.Option(help="Seed of every random stream")] = 0,
         engine: Annotated[
-            str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)} (each distinct "
-                                   "iteration is costed once; roofline is the fast one)")
+            str,
+            typer.Option(
+                help=f"Cost engine: {', '.join(ENGINES)} (each distinct "
+                "iteration is costed once; roofline is the fast one)"
+            ),
         ] = "roofline",
         sweep: Annotated[
             bool,
@@ -267,15 +301,34 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Simulate serving a request stream: batching, KV memory, prefix cache, speculative
         decoding; latency percentiles, throughput and goodput under an SLO."""
+        from infersim.arch_models import load_chip
+        from infersim.workloads import load_model
+        from infersim.workloads.techniques import parse as parse_stack
+
         with user_errors():
             the_chip, the_model = load_chip(chip), load_model(model)
             stack = stack_text(techniques, spec)
             parse_stack(stack)
             slo = {"ttft_s": slo_ttft_s, "tpot_s": slo_tpot_s, "attainment": slo_attainment}
-            config = build_config(arrivals, requests, prompt_len, output_len, max_output,
-                                  shared_prefix, scheduler, max_batch, max_tokens,
-                                  batch_timeout_s, kv, block_size, prefix_cache, preemption,
-                                  kv_capacity_bytes, slo, seed)
+            config = build_config(
+                arrivals,
+                requests,
+                prompt_len,
+                output_len,
+                max_output,
+                shared_prefix,
+                scheduler,
+                max_batch,
+                max_tokens,
+                batch_timeout_s,
+                kv,
+                block_size,
+                prefix_cache,
+                preemption,
+                kv_capacity_bytes,
+                slo,
+                seed,
+            )
             if sweep:
                 _sweep(the_chip, the_model, config, stack, engine, as_json)
                 return
@@ -291,8 +344,11 @@ def register(app: typer.Typer) -> None:
             _print_result(result)
 
 
-def _run(chip: Any, model: Any, config: ServingConfig, stack: str, engine: str,
-         quiet: bool) -> ServingResult:
+def _run(
+    chip: Any, model: Any, config: ServingConfig, stack: str, engine: str, quiet: bool
+) -> ServingResult:
+    from infersim.simulator.serving import simulate_serving
+
     if quiet:
         return simulate_serving(chip, model, config, stack, engine)
     columns = (TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -305,27 +361,35 @@ def _run(chip: Any, model: Any, config: ServingConfig, stack: str, engine: str,
         return simulate_serving(chip, model, config, stack, engine, progress=update)
 
 
-def _sweep(chip: Any, model: Any, config: ServingConfig, stack: str, engine: str,
-           as_json: bool) -> None:
+def _sweep(
+    chip: Any, model: Any, config: ServingConfig, stack: str, engine: str, as_json: bool
+) -> None:
+    from infersim.simulator.serving import sweep_rate
+
     def show(row: dict[str, Any]) -> None:
         if not as_json:
             verdict = "meets" if row["passes"] else "misses"
-            err_console.print(f"rate {row['rate_per_s']:.4g} req/s: {verdict} the SLO "
-                              f"({row['slo_attainment']:.1%})", highlight=False)
+            err_console.print(
+                f"rate {row['rate_per_s']:.4g} req/s: {verdict} the SLO "
+                f"({row['slo_attainment']:.1%})",
+                highlight=False,
+            )
 
     found = sweep_rate(chip, model, config, stack, engine, on_run=show)
     if as_json:
-        print_json({"max_rate_per_s": found.rate_per_s, "slo": config.slo.model_dump(),
-                    "runs": found.runs})
+        print_json(
+            {"max_rate_per_s": found.rate_per_s, "slo": config.slo.model_dump(), "runs": found.runs}
+        )
         return
     table = Table(title="rate sweep")
-    for col in ("rate req/s", "meets SLO", "attainment", "goodput req/s", "TTFT p90",
-                "TPOT p90"):
+    for col in ("rate req/s", "meets SLO", "attainment", "goodput req/s", "TTFT p90", "TPOT p90"):
         table.add_column(col, justify="right")
     for row in sorted(found.runs, key=lambda r: r["rate_per_s"]):
         table.add_row(
-            f"{row['rate_per_s']:.4g}", "yes" if row["passes"] else "no",
-            f"{row['slo_attainment']:.1%}", f"{row['goodput_requests_per_s']:.3g}",
+            f"{row['rate_per_s']:.4g}",
+            "yes" if row["passes"] else "no",
+            f"{row['slo_attainment']:.1%}",
+            f"{row['goodput_requests_per_s']:.3g}",
             fmt_time(row["ttft_p90_s"]) if row["ttft_p90_s"] is not None else "-",
             fmt_time(row["tpot_p90_s"]) if row["tpot_p90_s"] is not None else "-",
         )

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from infersim.arch_models import Chip, load_chip
 from infersim.cli.common import (
     BatchOpt,
     ChipOpt,
@@ -28,14 +27,15 @@ from infersim.cli.common import (
     user_errors,
 )
 from infersim.errors import InfersimError, UnsupportedDtypeError
-from infersim.io import validate
-from infersim.simulator.engines import events
-from infersim.simulator.inference import simulate, simulate_ops, step_ops
-from infersim.simulator.results import PhaseCost
 from infersim.units import fmt_bytes, fmt_time, si
-from infersim.workloads import Scenario, load_model, load_workload
-from infersim.workloads.ops import OpBase
-from infersim.workloads.techniques import parse as parse_stack
+
+if TYPE_CHECKING:
+    from infersim.arch_models import Chip
+    from infersim.simulator.results import PhaseCost
+    from infersim.workloads import Scenario
+
+    # imported by the commands that use them (a fast start)
+    from infersim.workloads.ops import OpBase
 
 
 def _print_phase(cost: PhaseCost, top: int) -> None:
@@ -142,6 +142,11 @@ def simulate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Simulate one prefill or decode step of a model (or a custom operator list) on a chip."""
+    from infersim.arch_models import load_chip
+    from infersim.io import validate
+    from infersim.simulator.inference import simulate, simulate_ops, step_ops
+    from infersim.workloads import Scenario, load_model, load_workload
+
     with user_errors():
         if (model is None) == (workload is None):
             raise InfersimError("give exactly one of --model or --workload")
@@ -178,6 +183,8 @@ def simulate_cmd(
             )
             traced = step_ops(the_chip, the_model, scenario, stack) if trace else []
         if trace is not None:
+            from infersim.simulator.engines import events
+
             timeline = events.trace_ops(traced, the_chip, dataflow)
             try:
                 timeline.write_chrome_trace(trace)
@@ -224,13 +231,21 @@ def compare_rows(
 ) -> list[dict[str, Any]]:
     """One row per technique stack: memory, fit, latency, throughput, energy, speedup, bound.
     A stack the chip cannot run gives a row with ``error`` instead of stopping the table."""
+    from infersim.simulator.inference import simulate
+    from infersim.workloads import load_model
+
     model_cfg = load_model(model_name)
     rows: list[dict[str, Any]] = []
     base_rate = None
     for stack in stacks:
         try:
             cost = simulate(
-                chip, model_cfg, scenario, engine=engine, techniques=stack, dataflow=dataflow,
+                chip,
+                model_cfg,
+                scenario,
+                engine=engine,
+                techniques=stack,
+                dataflow=dataflow,
                 ways_out=False,
             )
         except UnsupportedDtypeError as exc:
@@ -274,6 +289,11 @@ def compare(
     as_json: JsonOpt = False,
 ) -> None:
     """What each technique stack costs and buys for one model step on one chip."""
+    from infersim.arch_models import load_chip
+    from infersim.io import validate
+    from infersim.workloads import Scenario
+    from infersim.workloads.techniques import parse as parse_stack
+
     with user_errors():
         the_chip = load_chip(chip)
         options = {
@@ -333,6 +353,10 @@ def compare(
 
 def demo() -> None:
     """The main job on embedded defaults: llama-3-8b prefill and decode on h100-sxm."""
+    from infersim.arch_models import load_chip
+    from infersim.simulator.inference import simulate
+    from infersim.workloads import Scenario, load_model
+
     chip, model = load_chip("h100-sxm"), load_model("llama-3-8b")
     runs: list[tuple[str, Callable[[], PhaseCost]]] = [
         (

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from infersim.arch_models import Chip, load_chip
 from infersim.cli.common import console, err_console, print_json, user_errors
 from infersim.errors import InfersimError
-from infersim.simulator.inference import ENGINES
+from infersim.simulator.engines import ENGINE_NAMES as ENGINES
 from infersim.units import fmt_time
-from infersim.validation.backends import DEFAULT_BUDGET_S
+
+if TYPE_CHECKING:  # imported by the commands that use them (a fast start)
+    from infersim.arch_models import Chip
 
 HOST_CHIP = "host-cpu"
 
@@ -149,17 +150,19 @@ def validate_cmd(
         typer.Option(help="cpu: the median or the minimum of the samples is the measurement"),
     ] = StatisticChoice.median,
     budget_s: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--budget-s",
             min=1.0,
             max=86400.0,
-            help="cpu: seconds the timed rounds may take (fewer rounds, >= 3, if need be)",
+            help="cpu: seconds the timed rounds may take (fewer rounds, >= 3, if need be; "
+            "default 60)",
         ),
-    ] = DEFAULT_BUDGET_S,
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON")] = False,
 ) -> None:
     """Run a kernel suite, predict it with infersim, and report predicted vs measured."""
+    from infersim.arch_models import load_chip
     from infersim.validation.backends import make_backend
     from infersim.validation.harness import run_suite
     from infersim.validation.records import write_results
@@ -176,8 +179,9 @@ def validate_cmd(
                 "timer": timer.value,
                 "rounds": rounds,
                 "statistic": statistic.value,
-                "budget_s": budget_s,
             }
+            if budget_s is not None:
+                options["budget_s"] = budget_s
         the_backend = make_backend(backend.value, **options)
         the_chip: Chip | None = None
         host = chip == HOST_CHIP or (chip is None and backend is BackendChoice.cpu)
@@ -254,6 +258,7 @@ def calibrate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Fit a chip's calibration knobs to measurements; report held-out error; write YAML."""
+    from infersim.arch_models import load_chip
     from infersim.validation.calibrate import calibrate, calibrated_chip, write_chip_yaml
     from infersim.validation.records import read_measurements
 

@@ -6,7 +6,33 @@
 - :mod:`.serving`: the request-level SimPy simulation, with ``inference`` as its step-cost oracle.
 """
 
-from infersim.simulator.inference import ENGINES, cost_ops, simulate, simulate_ops
-from infersim.simulator.results import MemoryReport, OpCost, PhaseCost
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from infersim.simulator.inference import ENGINES, cost_ops, simulate, simulate_ops
+    from infersim.simulator.results import MemoryReport, OpCost, PhaseCost
+
+_PUBLIC: dict[str, str] = {
+    "ENGINES": "infersim.simulator.inference",
+    "cost_ops": "infersim.simulator.inference",
+    "simulate": "infersim.simulator.inference",
+    "simulate_ops": "infersim.simulator.inference",
+    "MemoryReport": "infersim.simulator.results",
+    "OpCost": "infersim.simulator.results",
+    "PhaseCost": "infersim.simulator.results",
+}
+"""Public name -> defining module, imported on first use (PEP 562)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'infersim.simulator' has no attribute {name!r}")
+
 
 __all__ = ["ENGINES", "MemoryReport", "OpCost", "PhaseCost", "cost_ops", "simulate", "simulate_ops"]

@@ -5,14 +5,14 @@ decoding are composed here from simulated step costs)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
 from infersim import dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError, UnsupportedDtypeError
-from infersim.simulator.engines import analytic, events, roofline
+from infersim.simulator import engines
 from infersim.simulator.results import MemoryReport, OpCost, PhaseCost, WayOut
 from infersim.simulator.ways_out import ways_out as find_ways
 from infersim.workloads import graph
@@ -22,11 +22,37 @@ from infersim.workloads.scenario import Precision, Scenario
 from infersim.workloads.techniques import Plan, TechniqueStack, parse
 
 Engine = Literal["roofline", "analytic", "events"]
-ENGINES: dict[str, Callable[[OpBase, Chip, str], OpCost]] = {
-    "roofline": roofline.cost,
-    "analytic": analytic.cost,
-    "events": events.cost,
-}
+CostFn = Callable[[OpBase, Chip, str], OpCost]
+
+
+class _Engines(MutableMapping[str, CostFn]):
+    """Engine name → per-op cost function, each engine imported on first use (an entry may
+    be replaced, e.g. by a test that counts calls)."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, CostFn] = {}
+
+    def __getitem__(self, name: str) -> CostFn:
+        if name not in self._loaded:
+            self._loaded[name] = engines.load(name)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, fn: CostFn) -> None:
+        if name not in engines.ENGINE_NAMES:
+            raise KeyError(name)
+        self._loaded[name] = fn
+
+    def __delitem__(self, name: str) -> None:
+        self._loaded.pop(name, None)  # back to the engine's own cost function
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(engines.ENGINE_NAMES)
+
+    def __len__(self) -> int:
+        return len(engines.ENGINE_NAMES)
+
+
+ENGINES: MutableMapping[str, CostFn] = _Engines()
 """Engine name → per-op cost function (one contract: op, chip and dataflow in, OpCost out)."""
 
 EMULATION_ORDER = ("bf16", "fp16", "fp32")

@@ -7,3 +7,31 @@
 
 Every engine returns an :class:`~infersim.simulator.results.OpCost`.
 """
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from infersim.arch_models.chip import Chip
+    from infersim.simulator.results import OpCost
+    from infersim.workloads.ops import OpBase
+
+    CostFn = Callable[[OpBase, Chip, str], OpCost]
+
+ENGINE_NAMES: tuple[str, ...] = ("roofline", "analytic", "events")
+"""The engines, by name (each module's ``cost(op, chip, dataflow)``)."""
+
+
+def load(name: str) -> Any:
+    """The ``cost`` function of engine ``name``, its module imported on first use (the event
+    engine pulls in SimPy).
+
+    Raises:
+        KeyError: an unknown engine name.
+    """
+    if name not in ENGINE_NAMES:
+        raise KeyError(name)
+    return importlib.import_module(f"infersim.simulator.engines.{name}").cost
