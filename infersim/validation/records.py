@@ -23,7 +23,7 @@ from typing import Any
 
 from infersim.arch_models.chip import Chip
 from infersim.errors import ConfigError
-from infersim.io import read_document, validate
+from infersim.io import read_document, read_text, validate
 from infersim.validation.suite import (
     KERNEL_KINDS,
     AttentionKernel,
@@ -142,16 +142,17 @@ def read_csv(path: Path) -> MeasurementSet:
     Raises:
         ConfigError: unreadable file, a missing ``kernel`` column, or a bad row (line named).
     """
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_text(path, "measurements")
     reader = csv.DictReader(text.splitlines())
-    if not reader.fieldnames or "kernel" not in reader.fieldnames:
-        raise ConfigError(
-            f"{path}: needs a header row with a 'kernel' column; columns: {', '.join(CSV_COLUMNS)}"
-        )
-    rows = [_csv_row(row, f"{path.name} line {i}") for i, row in enumerate(reader, start=2)]
+    try:
+        if not reader.fieldnames or "kernel" not in reader.fieldnames:
+            raise ConfigError(
+                f"{path}: needs a header row with a 'kernel' column; columns: "
+                f"{', '.join(CSV_COLUMNS)}"
+            )
+        rows = [_csv_row(row, f"{path.name} line {i}") for i, row in enumerate(reader, start=2)]
+    except csv.Error as exc:
+        raise ConfigError(f"{path}: malformed CSV at line {reader.line_num} ({exc})") from None
     if not rows:
         raise ConfigError(f"{path}: no measurement rows")
     devices = sorted({r.device for r in rows if r.device})

@@ -9,6 +9,7 @@ requests whatever the scheduler or KV manager. The CLI text forms (``poisson:RAT
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from infersim.errors import ConfigError, format_validation_error
+from infersim.io import read_text
 
 MAX_TOKENS = 1 << 24
 """Largest prompt or output length accepted (tokens)."""
@@ -61,8 +63,9 @@ class Trace(_Spec):
     """Arrivals (and optionally lengths and prefixes) read from a CSV file."""
 
     kind: Literal["trace"] = "trace"
-    path: Path = Field(description="CSV with arrival_s, prompt_tokens, output_tokens[, prefix_id,"
-                                   " prefix_tokens]")
+    path: Path = Field(
+        description="CSV with arrival_s, prompt_tokens, output_tokens[, prefix_id, prefix_tokens]"
+    )
 
 
 Arrivals = Annotated[Poisson | Fixed | Burst | Trace, Field(discriminator="kind")]
@@ -146,7 +149,9 @@ class Workload(_Spec):
 
     arrivals: Arrivals = Field(description="Arrival process")
     requests: int | None = Field(
-        default=None, ge=1, le=10_000_000,
+        default=None,
+        ge=1,
+        le=10_000_000,
         description="Requests to simulate (a trace: its first N; default: all of it)",
     )
     prompt_len: LengthDist = Field(
@@ -156,14 +161,18 @@ class Workload(_Spec):
         default=FixedLength(tokens=128), description="Output length distribution (tokens)"
     )
     max_output_tokens: int | None = Field(
-        default=None, ge=1, le=MAX_TOKENS,
+        default=None,
+        ge=1,
+        le=MAX_TOKENS,
         description="Per-request output cap (max_tokens) that a contiguous KV manager reserves; "
-                    "default: the longest output the distribution can produce",
+        "default: the longest output the distribution can produce",
     )
     shared_prefix_tokens: int = Field(
-        default=0, ge=0, le=MAX_TOKENS,
+        default=0,
+        ge=0,
+        le=MAX_TOKENS,
         description="A system prompt of this many tokens shared by every synthetic request "
-                    "(prepended to the sampled prompt)",
+        "(prepended to the sampled prompt)",
     )
 
     @model_validator(mode="after")
@@ -253,8 +262,11 @@ def parse_length(text: str) -> FixedLength | UniformLength | LognormalLength | T
         return _validated(UniformLength, {"lo": lo, "hi": hi}, text)  # type: ignore[return-value]
     if head == "lognormal":
         median, sigma = _numbers(text, "length", 2)
-        return _validated(LognormalLength, {"median": median, "sigma": sigma},  # type: ignore[return-value]
-                          text)
+        return _validated(
+            LognormalLength,
+            {"median": median, "sigma": sigma},  # type: ignore[return-value]
+            text,
+        )
     if text.isdigit():
         return _validated(FixedLength, {"tokens": text}, text)  # type: ignore[return-value]
     raise ConfigError(
@@ -276,6 +288,10 @@ def _int_field(row: dict[str, str], key: str, where: str, low: int) -> int:
     return value
 
 
+TRACE_MAX_BYTES = 1024**3
+"""Largest request trace read (about 20 million requests)."""
+
+
 def read_trace(path: Path, limit: int | None = None) -> dict[str, np.ndarray]:
     """The columns of a request trace CSV (with a header row), sorted by ``arrival_s``.
 
@@ -285,40 +301,47 @@ def read_trace(path: Path, limit: int | None = None) -> dict[str, np.ndarray]:
     Raises:
         ConfigError: missing file or column, a bad value (with its line), or no rows.
     """
+    text = read_text(path, "trace", max_bytes=TRACE_MAX_BYTES)
     try:
-        handle = path.open(newline="")
-    except OSError as exc:
-        raise ConfigError(f"trace {path}: cannot read ({exc.strerror or exc})") from None
-    with handle:
-        reader = csv.DictReader(handle)
-        fields = [f.strip() for f in reader.fieldnames or []]
-        missing = [c for c in TRACE_COLUMNS if c not in fields]
-        if missing:
-            raise ConfigError(f"trace {path}: missing column(s) {', '.join(missing)}; "
-                              f"expected {', '.join(TRACE_COLUMNS)}[, prefix_id, prefix_tokens]")
-        labels: dict[str, int] = {}
-        rows: list[tuple[float, int, int, int, int]] = []
-        for line, raw in enumerate(reader, start=2):
-            row = {(k or "").strip(): v for k, v in raw.items()}
-            where = f"trace {path} line {line}"
-            try:
-                arrival = float(row["arrival_s"])
-            except (TypeError, ValueError):
-                raise ConfigError(f"{where}: arrival_s = {row['arrival_s']!r} is not a number") \
-                    from None
-            if not math.isfinite(arrival) or arrival < 0:
-                raise ConfigError(f"{where}: arrival_s = {arrival} must be finite and >= 0")
-            prompt = _int_field(row, "prompt_tokens", where, 1)
-            output = _int_field(row, "output_tokens", where, 1)
-            label = (row.get("prefix_id") or "").strip()
-            prefix = _int_field(row, "prefix_tokens", where, 0) if label else 0
-            if prefix > prompt:
-                raise ConfigError(f"{where}: prefix_tokens = {prefix} exceeds prompt_tokens = "
-                                  f"{prompt}")
-            pid = labels.setdefault(label, len(labels)) if label and prefix else -1
-            rows.append((arrival, prompt, output, pid, prefix))
-            if limit is not None and len(rows) >= limit:
-                break
+        return _trace_rows(path, csv.DictReader(io.StringIO(text, newline="")), limit)
+    except csv.Error as exc:
+        raise ConfigError(f"trace {path}: malformed CSV ({exc})") from None
+
+
+def _trace_rows(
+    path: Path, reader: csv.DictReader[str], limit: int | None
+) -> dict[str, np.ndarray]:
+    """The trace's columns from its parsed CSV rows (see :func:`read_trace`)."""
+    fields = [f.strip() for f in reader.fieldnames or []]
+    missing = [c for c in TRACE_COLUMNS if c not in fields]
+    if missing:
+        raise ConfigError(
+            f"trace {path}: missing column(s) {', '.join(missing)}; "
+            f"expected {', '.join(TRACE_COLUMNS)}[, prefix_id, prefix_tokens]"
+        )
+    labels: dict[str, int] = {}
+    rows: list[tuple[float, int, int, int, int]] = []
+    for line, raw in enumerate(reader, start=2):
+        row = {(k or "").strip(): v for k, v in raw.items()}
+        where = f"trace {path} line {line}"
+        try:
+            arrival = float(row["arrival_s"])
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{where}: arrival_s = {row['arrival_s']!r} is not a number"
+            ) from None
+        if not math.isfinite(arrival) or arrival < 0:
+            raise ConfigError(f"{where}: arrival_s = {arrival} must be finite and >= 0")
+        prompt = _int_field(row, "prompt_tokens", where, 1)
+        output = _int_field(row, "output_tokens", where, 1)
+        label = (row.get("prefix_id") or "").strip()
+        prefix = _int_field(row, "prefix_tokens", where, 0) if label else 0
+        if prefix > prompt:
+            raise ConfigError(f"{where}: prefix_tokens = {prefix} exceeds prompt_tokens = {prompt}")
+        pid = labels.setdefault(label, len(labels)) if label and prefix else -1
+        rows.append((arrival, prompt, output, pid, prefix))
+        if limit is not None and len(rows) >= limit:
+            break
     if not rows:
         raise ConfigError(f"trace {path}: no requests")
     data = np.array(rows, dtype=np.float64)
@@ -336,8 +359,9 @@ def read_trace(path: Path, limit: int | None = None) -> dict[str, np.ndarray]:
 # --- generation -------------------------------------------------------------------------------
 
 
-def _arrival_times(arrivals: Poisson | Fixed | Burst, n: int, rng: np.random.Generator
-                   ) -> np.ndarray:
+def _arrival_times(
+    arrivals: Poisson | Fixed | Burst, n: int, rng: np.random.Generator
+) -> np.ndarray:
     if isinstance(arrivals, Poisson):
         return np.cumsum(rng.exponential(1.0 / arrivals.rate_per_s, size=n))
     if isinstance(arrivals, Fixed):
@@ -345,8 +369,12 @@ def _arrival_times(arrivals: Poisson | Fixed | Burst, n: int, rng: np.random.Gen
     return np.zeros(n)
 
 
-def generate(workload: Workload, arrival_rng: np.random.Generator,
-             prompt_rng: np.random.Generator, output_rng: np.random.Generator) -> RequestArrays:
+def generate(
+    workload: Workload,
+    arrival_rng: np.random.Generator,
+    prompt_rng: np.random.Generator,
+    output_rng: np.random.Generator,
+) -> RequestArrays:
     """The requests of ``workload``: arrivals, prompt and output lengths (tokens), prefixes.
 
     Each quantity draws from its own generator, so changing one distribution leaves the others'
@@ -386,6 +414,11 @@ def generate(workload: Workload, arrival_rng: np.random.Generator,
         prompt = prompt + shared
         prefix_id = np.full(n, 0 if shared else -1, dtype=np.int64)
         prefix_tokens = np.full(n, shared, dtype=np.int64)
-    return RequestArrays(arrival_s=arrival, prompt_tokens=prompt, output_tokens=output,
-                         max_output_tokens=int(cap), prefix_id=prefix_id,
-                         prefix_tokens=prefix_tokens)
+    return RequestArrays(
+        arrival_s=arrival,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        max_output_tokens=int(cap),
+        prefix_id=prefix_id,
+        prefix_tokens=prefix_tokens,
+    )
