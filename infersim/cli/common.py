@@ -7,21 +7,25 @@ Command modules (``infersim/cli/*.py``) import from here, never from :mod:`infer
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from infersim.errors import InfersimError, format_validation_error
 from infersim.simulator.engines import ENGINE_NAMES
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # messages are never hard-wrapped
 
 USAGE_ERROR = 2
 """Exit code for bad input (as click uses for bad options)."""
@@ -46,9 +50,72 @@ def user_errors() -> Iterator[None]:
         raise fail(format_validation_error(exc)) from None
 
 
+def finite(data: Any, path: str = "") -> tuple[Any, list[str]]:
+    """``data`` with every non-finite float (inf, nan) replaced by None, and the JSON paths of
+    those values (JSON has no Infinity or NaN)."""
+    if isinstance(data, float):
+        return (data, []) if math.isfinite(data) else (None, [path or "(value)"])
+    if isinstance(data, dict):
+        out: dict[Any, Any] = {}
+        found: list[str] = []
+        for key, value in data.items():
+            out[key], sub = finite(value, f"{path}.{key}" if path else str(key))
+            found += sub
+        return out, found
+    if isinstance(data, list | tuple):
+        items = [finite(v, f"{path}[{i}]") for i, v in enumerate(data)]
+        return [v for v, _ in items], [p for _, sub in items for p in sub]
+    return data, []
+
+
 def print_json(data: Any) -> None:
-    """Write ``data`` as indented JSON on stdout (no rich formatting)."""
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """Write ``data`` as indented, valid JSON on stdout (no rich formatting): a non-finite
+    figure is written as null, and a note on stderr names it."""
+    clean, bad = finite(data)
+    if bad:
+        shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        err_console.print(
+            f"note: not finite, written as null: {shown}", markup=False, highlight=False
+        )
+    sys.stdout.write(json.dumps(clean, indent=2, default=str, allow_nan=False) + "\n")
+
+
+_CONTROL = dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)], "\N{REPLACEMENT CHARACTER}")
+del _CONTROL[0x09]
+
+
+def plain(text: object) -> str:
+    """``text`` safe to print through rich: markup escaped, control characters (terminal
+    escape sequences included) replaced. Use it for every user-supplied name in a table."""
+    return escape(str(text).translate(_CONTROL))
+
+
+def writable(path: Path, what: str, folder: bool = False) -> Path:
+    """Check, before any work starts, that ``path`` can be written: its parent folder exists
+    (or can be made) and is writable, and it is not an existing folder (a file) or an
+    existing file (a folder).
+
+    Raises:
+        InfersimError: naming the option's path and why.
+    """
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise InfersimError(f"{what} {path}: exists and is not a folder")
+        target = path if path.exists() else path.parent
+    else:
+        if path.is_dir():
+            raise InfersimError(f"{what} {path}: is a folder, not a file")
+        target = path.parent
+    probe = target
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InfersimError(f"{what} {path}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InfersimError(f"{what} {path}: {probe} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InfersimError(f"{what} {path}: not writable")
+    return path
 
 
 class PhaseChoice(StrEnum):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import tempfile
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.progress import (
@@ -27,8 +28,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from infersim.cli.common import console, err_console, print_json, user_errors
-from infersim.errors import ConfigError
+from infersim.cli.common import console, err_console, plain, print_json, user_errors, writable
+from infersim.errors import ConfigError, InfersimError
+
+T = TypeVar("T")
 
 
 class ExecutorChoice(StrEnum):
@@ -39,16 +42,18 @@ class ExecutorChoice(StrEnum):
 
 
 ExecutorOpt = Annotated[
-    ExecutorChoice, typer.Option(help="local: a process pool; ray: Ray tasks (pip install "
-                                      "'infersim[dist]')")
+    ExecutorChoice,
+    typer.Option(help="local: a process pool; ray: Ray tasks (pip install 'infersim[dist]')"),
 ]
 WorkersOpt = Annotated[
-    int | None, typer.Option(min=1, help="Worker processes (default: every CPU; small sweeps "
-                                         "run in this process)")
+    int | None,
+    typer.Option(
+        min=1, help="Worker processes (default: every CPU; small sweeps run in this process)"
+    ),
 ]
 AddressOpt = Annotated[
-    str | None, typer.Option(help="Ray cluster to join: auto or HOST:PORT (default: start a "
-                                  "local Ray)")
+    str | None,
+    typer.Option(help="Ray cluster to join: auto or HOST:PORT (default: start a local Ray)"),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")]
 
@@ -111,8 +116,14 @@ class SweepBar:
             self.bar.stop()
 
 
-def _run(spec_path: Path | None, out: Path, executor: Any, resume: bool, quiet: bool,
-         chunk_size: int | None = None) -> Any:
+def _run(
+    spec_path: Path | None,
+    out: Path,
+    executor: Any,
+    resume: bool,
+    quiet: bool,
+    chunk_size: int | None = None,
+) -> Any:
     from infersim.explorer.defaults import default_spec
     from infersim.explorer.spec import load_spec
     from infersim.explorer.sweep import run_sweep
@@ -120,8 +131,9 @@ def _run(spec_path: Path | None, out: Path, executor: Any, resume: bool, quiet: 
     spec = default_spec() if spec_path is None else load_spec(spec_path)
     bar = None if quiet else SweepBar(spec.name)
     try:
-        return run_sweep(spec, out, executor=executor, resume=resume, chunk_size=chunk_size,
-                         progress=bar)
+        return run_sweep(
+            spec, out, executor=executor, resume=resume, chunk_size=chunk_size, progress=bar
+        )
     finally:
         if bar is not None:
             bar.stop()
@@ -137,8 +149,9 @@ def _summary_line(summary: Any) -> str:
 
 
 def sweep(
-    spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML)", metavar="SPEC.yaml",
-                                         show_default=False)],
+    spec: Annotated[
+        Path, typer.Argument(help="Sweep spec (YAML)", metavar="SPEC.yaml", show_default=False)
+    ],
     out: Annotated[Path, typer.Option("--out", help="Results folder (Parquet shards)")],
     executor: ExecutorOpt = ExecutorChoice.local,
     workers: WorkersOpt = None,
@@ -155,20 +168,28 @@ def sweep(
 ) -> None:
     """Evaluate every point of a sweep spec into a results folder (resumable)."""
     with user_errors():
-        summary = _run(spec, out, _executor(executor, workers, address), resume, quiet,
-                       chunk_size)
+        writable(out, "--out", folder=True)
+        if csv is not None:
+            writable(csv, "--csv")
+        summary = _run(spec, out, _executor(executor, workers, address), resume, quiet, chunk_size)
         rows = None
         if csv is not None:
             from infersim.explorer.store import export_csv
 
-            rows = export_csv(out, csv)
+            rows = _written(csv, "--csv", lambda: export_csv(out, csv))
     if as_json:
-        print_json({
-            "directory": str(summary.directory), "points": summary.points,
-            "evaluated": summary.evaluated, "skipped": summary.skipped,
-            "errors": summary.errors, "elapsed_s": summary.elapsed_s,
-            "points_per_min": summary.points_per_min, "csv": str(csv) if csv else None,
-        })
+        print_json(
+            {
+                "directory": str(summary.directory),
+                "points": summary.points,
+                "evaluated": summary.evaluated,
+                "skipped": summary.skipped,
+                "errors": summary.errors,
+                "elapsed_s": summary.elapsed_s,
+                "points_per_min": summary.points_per_min,
+                "csv": str(csv) if csv else None,
+            }
+        )
         return
     console.print(_summary_line(summary), markup=False, highlight=False)
     if csv is not None:
@@ -178,9 +199,11 @@ def sweep(
 def report(
     source: Annotated[
         Path | None,
-        typer.Argument(help="A results folder, or a sweep spec to run first; none: the "
-                            "packaged default sweep", metavar="SOURCE",
-                       show_default=False),
+        typer.Argument(
+            help="A results folder, or a sweep spec to run first; none: the packaged default sweep",
+            metavar="SOURCE",
+            show_default=False,
+        ),
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="The HTML report")] = Path(
         "infersim-report.html"
@@ -190,13 +213,17 @@ def report(
     ] = None,
     results: Annotated[
         Path | None,
-        typer.Option(help="Where a spec's sweep goes (kept; rerunning reuses it). Default: a "
-                          "temporary folder"),
+        typer.Option(
+            help="Where a spec's sweep goes (kept; rerunning reuses it). Default: a "
+            "temporary folder"
+        ),
     ] = None,
     validation: Annotated[
         list[Path] | None,
-        typer.Option("--validation", help="Results of `infersim validate` (repeatable): the "
-                     "predicted-vs-measured scatter"),
+        typer.Option(
+            "--validation",
+            help="Results of `infersim validate` (repeatable): the predicted-vs-measured scatter",
+        ),
     ] = None,
     executor: ExecutorOpt = ExecutorChoice.local,
     workers: WorkersOpt = None,
@@ -207,6 +234,11 @@ def report(
     from infersim.explorer.report import write_report
 
     with user_errors(), tempfile.TemporaryDirectory(prefix="infersim-sweep-") as tmp:
+        writable(out, "--out")
+        if static is not None:
+            writable(static, "--static", folder=True)
+        if results is not None:
+            writable(results, "--results", folder=True)
         if source is not None and source.is_dir():
             if not _is_results(source):
                 raise ConfigError(f"{source}: not a results folder (run infersim sweep first)")
@@ -219,19 +251,24 @@ def report(
             resume = _is_results(folder)
             summary = _run(source, folder, _executor(executor, workers, address), resume, quiet)
             err_console.print(_summary_line(summary), markup=False, highlight=False)
-        result = write_report(folder, out, static, label, validation or ())
+        result = _written(
+            out, "--out", lambda: write_report(folder, out, static, label, validation or ())
+        )
     for image in result.images:
         err_console.print(f"figure → {image}", markup=False, highlight=False)
     console.print(str(result.path), markup=False, highlight=False, soft_wrap=True)
 
 
 def pareto(
-    results: Annotated[Path, typer.Argument(help="Results folder", metavar="RESULTS_DIR",
-                                            show_default=False)],
+    results: Annotated[
+        Path, typer.Argument(help="Results folder", metavar="RESULTS_DIR", show_default=False)
+    ],
     objectives: Annotated[
         str | None,
-        typer.Option(help="METRIC:min|max,... e.g. tokens_per_s:max,area_mm2:min (default: the "
-                          "spec's objectives)"),
+        typer.Option(
+            help="METRIC:min|max,... e.g. tokens_per_s:max,area_mm2:min (default: the "
+            "spec's objectives)"
+        ),
     ] = None,
     by: Annotated[
         str, typer.Option(help="Rank within groups of this column ('' = all rows together)")
@@ -252,6 +289,8 @@ def pareto(
     from infersim.explorer.report.data import ReportData
 
     with user_errors():
+        if csv is not None:
+            writable(csv, "--csv")
         data = ReportData.load(results)
         objs = parse_objectives(objectives) if objectives else data.objectives
         if not 1 <= len(objs) <= 3:
@@ -260,32 +299,52 @@ def pareto(
         if not include_infeasible and "feasible" in df:
             df = df[df["feasible"].fillna(False).astype(bool)]
         if df.empty:
-            raise ConfigError(f"{results}: no point to rank (every one failed or broke a "
-                              "constraint; --all ranks those too)")
+            raise ConfigError(
+                f"{results}: no point to rank (every one failed or broke a "
+                "constraint; --all ranks those too)"
+            )
         group = by or None
         if csv is not None:
-            rank(df, objs, group).to_csv(csv, index=False)
+            ranked = rank(df, objs, group)
+            _written(csv, "--csv", lambda: ranked.to_csv(csv, index=False))
         best = front_rows(df, objs, group)
-    ident = [c for c in ("workload", "chip", "design", "technique", "dataflow", "engine")
-             if c in best and best[c].notna().any()]
+    ident = [
+        c
+        for c in ("workload", "chip", "design", "technique", "dataflow", "engine")
+        if c in best and best[c].notna().any()
+    ]
     metrics = [o.metric for o in objs]
     if as_json:
-        print_json([
-            {k: _plain(v) for k, v in row.items()}
-            for row in best[["key", *ident, *metrics]].to_dict("records")
-        ])
+        print_json(
+            [
+                {k: _plain(v) for k, v in row.items()}
+                for row in best[["key", *ident, *metrics]].to_dict("records")
+            ]
+        )
         return
     groups = best.groupby(group, sort=False) if group else [("all points", best)]
     for name, part in groups:
-        table = Table(title=f"Pareto front — {name} ({len(part)} of "
-                            f"{int((df[group] == name).sum()) if group else len(df)} points)")
+        table = Table(
+            title=f"Pareto front — {plain(name)} ({len(part)} of "
+            f"{int((df[group] == name).sum()) if group else len(df)} points)"
+        )
         shown = [c for c in ident if c != group]
         for col in [*shown, *(str(o) for o in objs)]:
             table.add_column(col, justify="left" if col in shown else "right")
         for _, row in part.head(top).iterrows():
-            table.add_row(*(str(row[c]) if row[c] is not None else "" for c in shown),
-                          *(f"{row[m]:.4g}" for m in metrics))
+            table.add_row(
+                *(plain(row[c]) if row[c] is not None else "" for c in shown),
+                *(f"{row[m]:.4g}" for m in metrics),
+            )
         console.print(table)
+
+
+def _written(path: Path, what: str, write: Callable[[], T]) -> T:
+    """Run ``write``; a failed write is a clear error naming the path (finished work stays)."""
+    try:
+        return write()
+    except OSError as exc:
+        raise InfersimError(f"{what} {path}: cannot write ({exc.strerror or exc})") from None
 
 
 def _plain(value: Any) -> Any:

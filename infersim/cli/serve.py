@@ -20,6 +20,7 @@ from infersim.cli.common import (
     console,
     err_console,
     fail,
+    plain,
     print_json,
     user_errors,
 )
@@ -160,8 +161,8 @@ def _latency_table(summary: dict[str, Any]) -> Table:
 def _print_result(result: ServingResult) -> None:
     s = result.summary
     head = Table(
-        title=f"{s['model']} on {s['chip']}: {s['scheduler']} batching, {s['kv']} KV, "
-        f"{s['techniques']}"
+        title=f"{plain(s['model'])} on {plain(s['chip'])}: {s['scheduler']} batching, "
+        f"{s['kv']} KV, {plain(s['techniques'])}"
     )
     head.add_column("metric")
     head.add_column("value", justify="right")

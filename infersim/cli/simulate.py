@@ -23,6 +23,7 @@ from infersim.cli.common import (
     PromptOpt,
     console,
     err_console,
+    plain,
     print_json,
     user_errors,
 )
@@ -40,9 +41,9 @@ if TYPE_CHECKING:
 
 def _print_phase(cost: PhaseCost, top: int) -> None:
     mem = cost.memory
-    title = f"{cost.model} on {cost.chip}: {cost.phase}, batch {cost.batch}"
+    title = f"{plain(cost.model)} on {plain(cost.chip)}: {cost.phase}, batch {cost.batch}"
     if cost.techniques != "baseline":
-        title += f", {cost.techniques}"
+        title += f", {plain(cost.techniques)}"
     head = Table(title=title)
     head.add_column("metric")
     head.add_column("value", justify="right")
@@ -82,7 +83,7 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
     for c in ops:
         share = c.total_time_s / cost.latency_s if cost.latency_s else 0.0
         table.add_row(
-            c.name,
+            plain(c.name),
             c.kind,
             str(c.count),
             si(c.flops, ""),
@@ -103,8 +104,8 @@ def _print_ways_out(cost: PhaseCost) -> None:
     for way in cost.ways_out:
         c = way.cost
         table.add_row(
-            way.description,
-            way.techniques or "baseline",
+            plain(way.description),
+            plain(way.techniques or "baseline"),
             str(c.chips),
             fmt_time(c.ttft_s or c.tpot_s or 0.0),
             f"{c.tokens_per_s:,.1f}",
@@ -313,7 +314,7 @@ def compare(
         print_json(rows)
         return
     latency = "TTFT" if phase == PhaseChoice.prefill else "TPOT"
-    table = Table(title=f"{model} on {the_chip.name}: {phase.value}, batch {batch}")
+    table = Table(title=f"{plain(model)} on {plain(the_chip.name)}: {phase.value}, batch {batch}")
     for col in (
         "technique",
         "weights",
@@ -328,10 +329,10 @@ def compare(
         table.add_column(col, justify="left" if col in ("technique", "bound") else "right")
     for r in rows:
         if "error" in r:
-            table.add_row(r["technique"], "", "", "", "", "", "", "", "unsupported")
+            table.add_row(plain(r["technique"]), "", "", "", "", "", "", "", "unsupported")
             continue
         table.add_row(
-            r["technique"],
+            plain(r["technique"]),
             fmt_bytes(r["weights_bytes"]),
             fmt_bytes(r["kv_bytes"]),
             "yes" if r["fits"] else "[bold red]no[/]",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from infersim.cli.common import console, err_console, print_json, user_errors
+from infersim.cli.common import console, err_console, plain, print_json, user_errors
 from infersim.errors import InfersimError
 from infersim.simulator.engines import ENGINE_NAMES as ENGINES
 from infersim.units import fmt_time
@@ -74,9 +74,9 @@ def _progress(message: str) -> None:
 
 def _print_results(results: dict[str, Any]) -> None:
     device = results["device"]
-    title = f"{results['suite']} suite on {device['name']} ({results['backend']})"
+    title = f"{plain(results['suite'])} suite on {plain(device['name'])} ({results['backend']})"
     if results["chip"]:
-        title += f" vs {results['chip']['name']} / {results['engine']}"
+        title += f" vs {plain(results['chip']['name'])} / {results['engine']}"
     table = Table(title=title)
     timed = any("measured_s" in r for r in results["rows"])
     checked = any("passed" in r for r in results["rows"])
@@ -88,7 +88,7 @@ def _print_results(results: dict[str, Any]) -> None:
     for col in columns:
         table.add_column(col, justify="left" if col in ("kernel", "bound") else "right")
     for r in results["rows"]:
-        cells = [r["label"]]
+        cells = [plain(r["label"])]
         if timed:
             cells += [
                 r.get("bound", "-"),
@@ -209,7 +209,7 @@ def _print_report(report: Any) -> None:
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{value:.1%}"
 
-    table = Table(title=f"calibration of {report.fit.chip.name}")
+    table = Table(title=f"calibration of {plain(report.fit.chip.name)}")
     for col in ("split", "kernels", "MAPE before", "MAPE after"):
         table.add_column(col, justify="left" if col == "split" else "right")
     table.add_row(

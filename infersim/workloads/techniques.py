@@ -282,12 +282,16 @@ _KEYED: dict[str, tuple[type[_Technique], str]] = {
 }
 
 
-def _params(parts: list[str], token: str) -> dict[str, str]:
+def _params(parts: list[str], token: str, reserved: tuple[str, ...] = ()) -> dict[str, str]:
+    """``KEY=VALUE`` parts as a dict; a repeated key, or one the token's grammar fixes
+    (``reserved``), is an error naming the token."""
     out = {}
     for part in parts:
         key, sep, value = part.partition("=")
         if not sep or not value:
             raise ConfigError(f"technique {token!r}: expected KEY=VALUE, got {part!r}")
+        if key in out or key in reserved:
+            raise ConfigError(f"technique {token!r}: {key} given more than once")
         out[key] = value
     return out
 
@@ -301,7 +305,7 @@ def _parse_token(token: str) -> _Technique:
     if eq and name in _KEYED:
         first, *more = value.split(":")
         cls, key = _KEYED[name]
-        p = {key: first, **_params(more, token)}
+        p = {key: first, **_params(more, token, reserved=(key,))}
         if "mb" in p:
             p["microbatches"] = p.pop("mb")
         return cls.model_validate(p)
@@ -317,9 +321,9 @@ def _parse_token(token: str) -> _Technique:
     if head == "spec":
         drafter = parts[0].partition("=")[0] if parts else ""
         if drafter in {"heads", "ngram"}:
-            p = _params(parts[1:], token)
+            p = _params(parts[1:], token, reserved=("drafter", "draft", "draft_model"))
             return Speculate(drafter=drafter, **p)  # type: ignore[arg-type]
-        p = _params(parts, token)
+        p = _params(parts, token, reserved=("drafter", "draft_model"))
         if "draft" not in p:
             raise ConfigError(f"technique {token!r}: spec needs draft=MODEL, heads or ngram")
         load_model(p["draft"])  # an unknown draft model fails here, naming the presets
