@@ -1,0 +1,174 @@
+"""What the cycle model costs against the roofline, in one run (ratios, so a loaded machine
+shifts both sides).
+
+Run: ``.venv/bin/python benchmarks/bench_engines.py`` (``--quick`` skips the report and the
+10,000-request serve runs). Prints:
+
+1. cold and warm whole-model cost per engine: llama-3-8b and llama-3-70b, prefill 2048 and
+   decode at 2048 context, on h100-sxm and on a fresh custom chip variant (h100-sxm with another
+   L2 size: nothing its mappings depend on is shared with a chip seen before). Cold = every
+   engine cache cleared first; warm = the same call again. Each figure is the best of 3.
+2. a bandwidth-only variant of h100-sxm after the h100-sxm runs: mappings depend on the array,
+   SRAMs and dtypes, not on DRAM bandwidth, so this point should cost about a warm one.
+3. points/min of the default report's sweep on the analytic engine vs the roofline;
+4. ``serve`` wall for 10,000 requests on each engine;
+5. CLI start: ``infersim --help`` against ``python -c "import numpy, pydantic"``.
+
+Targets (issue 13): analytic cold <= 5x roofline cold, warm <= 1.5x; the default report on
+analytic <= 2x the roofline's wall; serve 10,000 requests on analytic <= 1.5x roofline;
+``infersim --help`` <= 2x ``import numpy, pydantic``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from infersim import Scenario, load_chip, load_model
+from infersim.simulator.inference import simulate
+
+BIN = Path(sys.executable).parent
+REPEATS = 3
+
+
+def clear_caches() -> None:
+    """Forget every memoized mapping and cost, as a fresh process would have none."""
+    from infersim.dataflow import clear_cache
+    from infersim.simulator.engines import analytic, events
+
+    clear_cache()
+    events.clear_cache()
+    analytic._VIEWS.clear()
+
+
+def best(fn: Callable[[], object], cold: bool) -> float:
+    """Best of REPEATS wall times of ``fn`` (caches cleared before each when ``cold``)."""
+    times = []
+    for _ in range(REPEATS):
+        if cold:
+            clear_caches()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def whole_model() -> None:
+    h100 = load_chip("h100-sxm")
+    assert h100.shared_sram is not None
+    variant = h100.with_(**{"shared_sram.capacity_bytes": h100.shared_sram.capacity_bytes // 2})
+    cases = [
+        ("prefill 2048", Scenario(phase="prefill", batch=1, prompt_len=2048)),
+        ("decode @2048", Scenario(phase="decode", batch=1, context_len=2048)),
+    ]
+    print("whole-model step cost, ms (best of 3); ratio = analytic / roofline")
+    print(f"{'model':12s} {'step':13s} {'chip':16s} {'roofline cold':>13s} {'analytic cold':>13s}"
+          f" {'ratio':>6s} {'roofline warm':>13s} {'analytic warm':>13s} {'ratio':>6s}")
+    for model_name in ("llama-3-8b", "llama-3-70b"):
+        model = load_model(model_name)
+        for step, scenario in cases:
+            for chip_name, chip in (("h100-sxm", h100), ("h100 L2/2", variant)):
+                row = {}
+                for engine in ("roofline", "analytic"):
+                    run = partial(simulate, chip, model, scenario, engine=engine,
+                                  ways_out=False)  # fmt: skip
+                    row[engine] = (best(run, cold=True), best(run, cold=False))
+                (rc, rw), (ac, aw) = row["roofline"], row["analytic"]
+                print(f"{model_name:12s} {step:13s} {chip_name:16s} {rc * 1e3:13.2f} "
+                      f"{ac * 1e3:13.2f} {ac / rc:5.1f}x {rw * 1e3:13.2f} {aw * 1e3:13.2f} "
+                      f"{aw / rw:5.1f}x")
+
+
+def bandwidth_variant() -> None:
+    h100 = load_chip("h100-sxm")
+    model = load_model("llama-3-70b")
+    scenario = Scenario(phase="prefill", batch=1, prompt_len=2048)
+    clear_caches()
+    start = time.perf_counter()
+    simulate(h100, model, scenario, ways_out=False)
+    first = time.perf_counter() - start
+    faster = h100.with_(**{"dram.bandwidth_bytes_per_s": 2 * h100.dram.bandwidth_bytes_per_s})
+    start = time.perf_counter()
+    simulate(faster, model, scenario, ways_out=False)
+    second = time.perf_counter() - start
+    print(f"llama-3-70b prefill 2048 analytic: h100-sxm cold {first * 1e3:.1f} ms, then the "
+          f"2x-bandwidth variant {second * 1e3:.1f} ms ({first / second:.0f}x less)")
+
+
+def report() -> None:
+    from infersim.explorer.defaults import default_spec
+    from infersim.explorer.spec import SweepSpec
+    from infersim.explorer.sweep import run_sweep
+
+    base = default_spec()
+    for engine in ("roofline", "analytic"):
+        doc = base.model_dump(mode="json", exclude_none=True)
+        doc["engines"] = [engine]
+        spec = SweepSpec.model_validate(doc)
+        clear_caches()
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            summary = run_sweep(spec, Path(tmp) / "r")
+            wall = time.perf_counter() - start
+        print(f"default report sweep on {engine}: {summary.points} points in {wall:.1f} s "
+              f"({summary.points / wall * 60:,.0f} points/min)")
+
+
+def serve() -> None:
+    from infersim.simulator.serving import (
+        ContinuousBatching,
+        ServingConfig,
+        Workload,
+        simulate_serving,
+    )
+    from infersim.simulator.serving.workload import parse_arrivals, parse_length
+
+    chip, model = load_chip("h100-sxm"), load_model("llama-3-8b")
+    workload = Workload(arrivals=parse_arrivals("poisson:30"), requests=10_000,
+                        prompt_len=parse_length("lognormal:512:0.6"),
+                        output_len=parse_length("lognormal:200:0.8"))  # fmt: skip
+    config = ServingConfig(workload=workload, scheduler=ContinuousBatching())
+    walls = {}
+    for engine in ("roofline", "analytic"):
+        clear_caches()
+        start = time.perf_counter()
+        result = simulate_serving(chip, model, config, None, engine)
+        walls[engine] = time.perf_counter() - start
+        s = result.summary
+        print(f"serve 10,000 requests on {engine}: {walls[engine]:.2f} s wall, TPOT p50 "
+              f"{s['tpot_s']['p50'] * 1e3:.2f} ms, {s['cost_memo']['entries']} cost evaluations")
+    print(f"  analytic / roofline: {walls['analytic'] / walls['roofline']:.2f}x")
+
+
+def cli_start() -> None:
+    def wall(cmd: list[str]) -> float:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    cli = wall([str(BIN / "infersim"), "--help"])
+    base = wall([sys.executable, "-c", "import numpy, pydantic"])
+    print(f"infersim --help {cli * 1e3:.0f} ms vs python -c 'import numpy, pydantic' "
+          f"{base * 1e3:.0f} ms ({cli / base:.2f}x; medians of 5)")
+
+
+def main() -> None:
+    whole_model()
+    bandwidth_variant()
+    if "--quick" not in sys.argv:
+        report()
+        serve()
+    cli_start()
+
+
+if __name__ == "__main__":
+    main()
