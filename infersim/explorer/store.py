@@ -5,6 +5,7 @@ Layout of a results folder::
 
     spec.json              the validated spec (written once; resume checks it matches)
     shards/part-*.parquet  result rows; a shard appears whole (written aside, then renamed)
+    quarantine/            shards found unreadable by a sweep or resume (their points rerun)
     extras/*.parquet       per-sweep tables a report needs besides the rows (e.g. dataflows)
 
 A killed sweep leaves only whole shards behind, so ``--resume`` reads the keys already stored
@@ -18,6 +19,7 @@ import fcntl
 import json
 import os
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -29,10 +31,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from infersim.errors import ConfigError
+from infersim.io import parse_document, read_text
 
 SPEC_FILE = "spec.json"
 SHARDS = "shards"
 EXTRAS = "extras"
+QUARANTINE = "quarantine"
 
 
 class ResultStore:
@@ -108,8 +112,26 @@ class ResultStore:
     # --- reading --------------------------------------------------------------------------
 
     def shards(self) -> list[Path]:
-        """Shard files in write order."""
-        return sorted((self.directory / SHARDS).glob("part-*.parquet"))
+        """Readable shard files in write order. A shard that cannot be read (truncated, empty,
+        not a file) is left out with a warning naming it; while this store holds the folder's
+        write lock (a sweep, a resume) it is also moved to ``quarantine/``, so that resume
+        recomputes its points."""
+        out = []
+        for shard in sorted((self.directory / SHARDS).glob("part-*.parquet")):
+            reason = _unreadable(shard)
+            if reason is None:
+                out.append(shard)
+                continue
+            if self._lock is not None:
+                folder = self.directory / QUARANTINE
+                folder.mkdir(exist_ok=True)
+                os.replace(shard, folder / shard.name)
+                where = f"moved to {folder / shard.name}; its points will be evaluated again"
+            else:
+                where = "left out (a --resume moves it aside and evaluates its points again)"
+            warnings.warn(f"unreadable result shard {shard} ({reason}): {where}",
+                          UserWarning, stacklevel=2)  # fmt: skip
+        return out
 
     def keys(self) -> set[str]:
         """Keys of every stored point (what ``--resume`` skips)."""
@@ -119,13 +141,33 @@ class ResultStore:
         return out
 
     def read_spec(self) -> dict[str, Any] | None:
-        """The recorded spec, or None for a folder without one."""
+        """The recorded spec, or None for a folder without one.
+
+        Raises:
+            ConfigError: a spec.json that cannot be read or parsed.
+        """
         path = self.directory / SPEC_FILE
-        return json.loads(path.read_text()) if path.is_file() else None
+        if not path.exists():
+            return None
+        data = parse_document(read_text(path, "results spec"), str(path), json_format=True)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: not a sweep spec (a JSON object)")
+        return data
 
     def has_extra(self, name: str) -> bool:
         """Whether ``extras/<name>.parquet`` exists."""
         return (self.directory / EXTRAS / f"{name}.parquet").is_file()
+
+
+def _unreadable(shard: Path) -> str | None:
+    """Why ``shard`` cannot be read as Parquet (None: it can)."""
+    if not shard.is_file():
+        return "not a file"
+    try:
+        pq.read_metadata(shard)
+    except (OSError, pa.ArrowException) as exc:
+        return str(exc).splitlines()[0] or type(exc).__name__
+    return None
 
 
 def _check_dir(directory: str | Path) -> Path:

@@ -122,3 +122,39 @@ def test_flush_keeps_memory_bounded(tiny_doc, tmp_path: Path):
     sizes = [pq.read_metadata(s).num_rows for s in ResultStore(tmp_path / "r").shards()]
     assert sum(sizes) == 14 and max(sizes) <= 6  # a shard holds at most flush_rows + a chunk
     assert os.path.isdir(tmp_path / "r" / "shards")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "directory"])
+def test_an_unreadable_shard_is_quarantined_and_resume_recomputes_it(
+    tiny_doc, tmp_path: Path, damage: str
+):
+    _sweep(tiny_doc, tmp_path / "whole")
+    _sweep(tiny_doc, tmp_path / "r", chunk_size=2, flush_rows=2, flush_s=0.0)
+    shards = ResultStore(tmp_path / "r").shards()
+    assert len(shards) > 2
+    bad = shards[1]
+    lost = len(pq.read_table(bad))
+    if damage == "truncate":
+        bad.write_bytes(bad.read_bytes()[:50])
+    elif damage == "empty":
+        bad.write_bytes(b"")
+    else:
+        bad.unlink()
+        bad.mkdir()
+    with pytest.warns(UserWarning, match=f"unreadable result shard .*{bad.name}.*left out"):
+        partial = load_results(tmp_path / "r")  # readers go on without it
+    assert len(partial) == 14 - lost
+    with pytest.warns(UserWarning, match="moved to .*quarantine"):
+        again = _sweep(tiny_doc, tmp_path / "r", resume=True)
+    assert again.evaluated == lost and again.skipped == 14 - lost
+    assert (tmp_path / "r" / "quarantine" / bad.name).exists()
+    whole = load_results(tmp_path / "whole").drop(columns=["elapsed_s"], errors="ignore")
+    mended = load_results(tmp_path / "r").drop(columns=["elapsed_s"], errors="ignore")
+    assert sorted(mended["key"]) == sorted(whole["key"])
+
+
+def test_a_spec_json_that_does_not_parse_is_a_clear_error(tiny_doc, tmp_path: Path):
+    _sweep(tiny_doc, tmp_path / "r")
+    (tmp_path / "r" / "spec.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="spec.json: malformed JSON"):
+        _sweep(tiny_doc, tmp_path / "r", resume=True)
