@@ -86,3 +86,31 @@ def test_error_messages_are_not_hard_wrapped():
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1, lines
+
+
+def test_a_step_beyond_the_operator_bounds_names_the_users_inputs():
+    result = RUNNER.invoke(app, ["simulate", "--chip", "h100-sxm", "--model", "llama-3-8b",
+                                 "--phase", "prefill", "--batch", "65536",
+                                 "--prompt-len", "8192"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "batch 65536, prompt_len 8192 is too large" in result.output
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"hidden_size": 2, "head_dim": None}, "smaller than num_attention_heads"),
+        ({"first_k_dense_replace": 99, "num_experts": 8, "num_experts_per_tok": 2},
+         "first_k_dense_replace = 99 exceeds"),
+    ],
+)  # fmt: skip
+def test_inconsistent_model_configs_are_refused(tmp_path: Path, change: dict, match: str):
+    doc = json.loads((Path(__file__).parents[1] / "infersim/workloads/presets/tiny-test.json")
+                     .read_text())  # fmt: skip
+    doc.update(change)
+    doc = {k: v for k, v in doc.items() if v is not None}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(doc))
+    result = RUNNER.invoke(app, ["simulate", "--chip", "h100-sxm", "--model", str(path)])
+    assert result.exit_code == 2, result.output
+    assert match in result.output

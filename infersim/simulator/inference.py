@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Literal
+
+from pydantic import ValidationError
 
 from infersim import dtypes
 from infersim.arch_models.chip import Chip
@@ -120,7 +123,30 @@ def _stage_ops(
     micro_batch = math.ceil(scenario.batch / micro)
     options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
     micro_scenario = scenario.model_copy(update={"batch": micro_batch})
-    return micro, micro_batch, options, graph.build(stage_model, micro_scenario, options)
+    with _within_bounds(stage_model, scenario):
+        ops = graph.build(stage_model, micro_scenario, options)
+    return micro, micro_batch, options, ops
+
+
+@contextmanager
+def _within_bounds(model: ModelConfig, scenario: Scenario | None = None) -> Iterator[None]:
+    """Turn an operator that overflows the operator IR's bounds (a tensor of more than 2^40
+    elements, say) into an error that names the user's inputs, not the internal field."""
+    try:
+        yield
+    except ValidationError as exc:
+        detail = exc.errors()[0]
+        where = ".".join(str(part) for part in detail.get("loc", ())) or "an operator"
+        asked = (
+            f"batch {scenario.batch}, "
+            + (f"prompt_len {scenario.prompt_len}" if scenario.phase == "prefill"
+               else f"context_len {scenario.context_len}")
+            if scenario is not None else "this step"
+        )  # fmt: skip
+        raise InfersimError(
+            f"{model.name}: {asked} is too large to cost (an operator's {where} would be "
+            f"{detail.get('input')!r}, beyond infersim's bound); lower the batch or the lengths"
+        ) from None
 
 
 def step_ops(
@@ -326,8 +352,9 @@ def iteration_time(
     plan's model (a speculative drafter). Weights streamed from the host (offload) are paid
     every iteration."""
     options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
-    ops = graph.mixed_step(model or plan.model, prefill_chunks, decode_batch, decode_context,
-                           plan.precision, options)
+    with _within_bounds(model or plan.model):
+        ops = graph.mixed_step(model or plan.model, prefill_chunks, decode_batch,
+                               decode_context, plan.precision, options)
     seconds = sum(c.total_time_s for c in cost_ops(ops, chip, engine, dataflow))
     if plan.offload_fraction > 0 and model is None:
         streamed = graph.weights_bytes(plan.model, plan.precision, options) / options.tp

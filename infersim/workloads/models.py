@@ -117,6 +117,16 @@ class ModelConfig(BaseModel):
             )
         if self.kv_lora_rank and not (self.qk_nope_head_dim and self.qk_rope_head_dim):
             raise ValueError("MLA (kv_lora_rank) needs qk_nope_head_dim and qk_rope_head_dim")
+        if self.head_dim is None and self.hidden_size < self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size = {self.hidden_size} is smaller than num_attention_heads = "
+                f"{self.num_attention_heads} (set head_dim, or fewer heads)"
+            )
+        if self.first_k_dense_replace > self.num_hidden_layers:
+            raise ValueError(
+                f"first_k_dense_replace = {self.first_k_dense_replace} exceeds "
+                f"num_hidden_layers = {self.num_hidden_layers}"
+            )
         if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
             raise ValueError(
                 f"layer_types has {len(self.layer_types)} entries for "
