@@ -114,3 +114,23 @@ def test_inconsistent_model_configs_are_refused(tmp_path: Path, change: dict, ma
     result = RUNNER.invoke(app, ["simulate", "--chip", "h100-sxm", "--model", str(path)])
     assert result.exit_code == 2, result.output
     assert match in result.output
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("freq_hz", 5e-324), ("dram.bandwidth_bytes_per_s", 5e-324),
+     ("calibration.dram_bandwidth_efficiency", 1e-300)],
+)  # fmt: skip
+def test_denormal_rates_are_refused_with_the_range(tmp_path: Path, field: str, value: float):
+    doc = yaml.safe_load(CHIP.read_text())
+    node = doc
+    *parents, leaf = field.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+    path = tmp_path / "chip.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = RUNNER.invoke(app, ["simulate", "--chip", str(path), "--model", "tiny-test",
+                                 "--json"])  # fmt: skip
+    assert result.exit_code == 2
+    assert field in result.output and "allowed: >=" in result.output

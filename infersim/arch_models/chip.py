@@ -74,7 +74,7 @@ class SRAM(Spec):
 
     capacity_bytes: int = Field(ge=1, le=1 << 40, description="Capacity in bytes")
     bandwidth_bytes_per_cycle: float = Field(
-        gt=0, le=1 << 24, description="Read+write bandwidth in bytes per core clock cycle"
+        ge=1e-3, le=1 << 24, description="Read+write bandwidth in bytes per core clock cycle"
     )
 
 
@@ -84,7 +84,7 @@ class DRAM(Spec):
     kind: str = Field(default="HBM", max_length=32, description="Technology, e.g. HBM3e")
     capacity_bytes: int = Field(ge=1, le=1 << 50, description="Capacity in bytes")
     bandwidth_bytes_per_s: float = Field(
-        gt=0, le=1e15, description="Peak bandwidth in bytes per second, all channels"
+        ge=1e6, le=1e15, description="Peak bandwidth in bytes per second, all channels"
     )
     latency_s: float = Field(
         default=500e-9, ge=0, le=1e-3, description="Access latency of one request in seconds"
@@ -96,7 +96,7 @@ class HostLink(Spec):
     """The link to the host (PCIe, C2C): what CPU offload streams over."""
 
     bandwidth_bytes_per_s: float = Field(
-        gt=0, le=1e14, description="Bandwidth per direction in bytes per second"
+        ge=1e6, le=1e14, description="Bandwidth per direction in bytes per second"
     )
     latency_s: float = Field(default=1e-6, ge=0, le=1e-2, description="Latency in seconds")
     host_capacity_bytes: int = Field(
@@ -108,7 +108,7 @@ class ChipLink(Spec):
     """The chip-to-chip interconnect (NVLink, ICI): what tensor/pipeline parallelism uses."""
 
     bandwidth_bytes_per_s: float = Field(
-        gt=0, le=1e14, description="Bandwidth per direction per chip in bytes per second"
+        ge=1e6, le=1e14, description="Bandwidth per direction per chip in bytes per second"
     )
     latency_s: float = Field(default=1e-6, ge=0, le=1e-2, description="Latency in seconds")
     topology: Literal["switch", "ring", "torus-2d", "torus-3d"] = Field(
@@ -164,19 +164,19 @@ class Calibration(Spec):
     """Efficiency knobs fitted to measurements; the defaults describe the ideal machine."""
 
     dram_bandwidth_efficiency: float = Field(
-        default=1.0, gt=0, le=1, description="Achievable fraction of peak DRAM bandwidth"
+        default=1.0, ge=1e-4, le=1, description="Achievable fraction of peak DRAM bandwidth"
     )
     compute_efficiency: float = Field(
-        default=1.0, gt=0, le=1, description="Achievable fraction of peak array MAC rate"
+        default=1.0, ge=1e-4, le=1, description="Achievable fraction of peak array MAC rate"
     )
     compute_efficiency_by_dtype: dict[MacClass, float] = Field(
         default_factory=dict, description="Per-class override of compute_efficiency"
     )
     vector_efficiency: float = Field(
-        default=1.0, gt=0, le=1, description="Achievable fraction of peak vector FLOP/s"
+        default=1.0, ge=1e-4, le=1, description="Achievable fraction of peak vector FLOP/s"
     )
     link_efficiency: float = Field(
-        default=1.0, gt=0, le=1, description="Achievable fraction of chip-link bandwidth"
+        default=1.0, ge=1e-4, le=1, description="Achievable fraction of chip-link bandwidth"
     )
     kernel_overhead_s: float = Field(
         default=0.0, ge=0, le=1, description="Fixed time added to every kernel launch in seconds"
@@ -217,7 +217,7 @@ class Chip(Spec):
     description: str = Field(default="", description="One line for listings")
     source: str = Field(default="", description="Public spec the figures come from")
     cores: int = Field(ge=1, le=1_000_000, description="Identical compute cores (SMs, TensorCores)")
-    freq_hz: float = Field(gt=0, le=1e11, description="Core clock in hertz")
+    freq_hz: float = Field(ge=1e6, le=1e11, description="Core clock in hertz")
     array: SystolicArray = Field(description="Each core's systolic array")
     vector: VectorUnit = Field(description="Each core's vector unit")
     register_file: RegisterFile = Field(

@@ -115,7 +115,7 @@ def test_every_field_accepts_exactly_its_range(leaf, value):
     ("array.rows", 0,
      r"array\.rows = 0: .*greater than or equal to 1 \(allowed: >= 1 and <= 65536\)"),
     ("dram.bandwidth_bytes_per_s", -3.35e12, r"dram\.bandwidth_bytes_per_s = -3350000000000\.0"),
-    ("calibration.dram_bandwidth_efficiency", 1.5, r"allowed: > 0 and <= 1"),
+    ("calibration.dram_bandwidth_efficiency", 1.5, r"allowed: >= 0.0001 and <= 1"),
     ("freq_hz", "fast", r"freq_hz = 'fast'"),
     ("array.macs_per_pe_per_cycle", {"bf16": -1}, r"rate for bf16 = -1"),
     ("array.macs_per_pe_per_cycle", {"fp9": 1}, r"macs_per_pe_per_cycle\.fp9"),
