@@ -1,7 +1,7 @@
 """The mapper: the tiling of an op that minimizes latency, energy or their product.
 
 For one template the search is exhaustive over a small candidate grid, priced exactly by the
-analyzer (vectorized over all candidates at once, see :func:`loopnest.evaluate`):
+analyzer (vectorized over all candidates at once, see :func:`loopnest.evaluate_orders`):
 
 - SRAM tile extents per dim: the whole dim, its repeated halvings, and multiples of the array
   side the dim is laid on (filter rows and columns, and output columns, are never cut);
@@ -29,17 +29,18 @@ from infersim.arch_models.chip import Chip
 from infersim.dataflow.energy import energy, mac_energy_pj, traffic_pj
 from infersim.dataflow.loopnest import (
     DIMS,
+    NP,
     TILEABLE,
     Arr,
     Mapping,
     Problem,
-    _all_tiles,
-    _rf_need,
-    _tile_bytes,
+    Tiling,
     build_mapping,
     evaluate_orders,
     mapping_of,
     problem_of,
+    rf_need,
+    tile_bytes,
     total_cycles_orders,
 )
 from infersim.dataflow.templates import OPERANDS, TEMPLATES, Template
@@ -136,7 +137,7 @@ def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]
     grid = np.array(list(itertools.product(*axes)), dtype=np.float64)
     tile = {d: np.full(len(grid), float(prob.dims[d])) for d in DIMS}
     rf = {d: grid[:, i] for i, d in enumerate(tpl.rf_split)}
-    ok = _rf_need(prob, tpl, tile, rf) <= chip.register_file.bytes_per_pe + 1e-9
+    ok = rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9
     fit = grid[ok]
     if len(fit) == 0:
         return []
@@ -172,10 +173,10 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
         tile.setdefault(d, float(prob.dims[d]))
     choice = grid[-1].astype(int)
     rf = {d: np.array([o[d] for o in rf_opts], dtype=np.float64)[choice] for d in tpl.rf_split}
-    need = 2.0 * sum(_tile_bytes(prob, name, tile) for name in OPERANDS)
+    need = 2.0 * sum(tile_bytes(prob, name, tile, NP) for name in OPERANDS)
     ok = need <= chip.sram.capacity_bytes
     if tpl.rf_split:
-        ok &= _rf_need(prob, tpl, tile, rf) <= chip.register_file.bytes_per_pe + 1e-9
+        ok &= rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9
     kept = grid[:, ok]  # one row per axis
     fit: dict[str, Arr] = {d: kept[i] for i, d in enumerate(_CUT)}
     for d in DIMS:
@@ -185,10 +186,10 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
 
 def _picks(
     flat: Arr, top_k: int, tile: dict[str, Arr], rf: dict[str, Arr], tpl: Template
-) -> list[tuple[int, int, dict[str, int], dict[str, int]]]:
+) -> list[tuple[int, int, Tiling]]:
     """The ``top_k`` cheapest of the order-major costs ``flat`` as (order index, candidate
-    index, tile extents, RF factors): the first cheapest, as a stable sort ranks it, unless a
-    NaN makes argmin differ."""
+    index, its complete tiling): the first cheapest, as a stable sort ranks it, unless a NaN
+    makes argmin differ."""
     first = int(np.argmin(flat))
     if top_k == 1 and not np.isnan(flat[first]):
         picks = np.array([first])
@@ -200,7 +201,7 @@ def _picks(
         o, i = divmod(int(pick), n)
         chosen = {d: int(tile[d][i]) for d in DIMS}
         factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
-        out.append((o, i, chosen, factors))
+        out.append((o, i, Tiling(tile=chosen, order=ORDERS[o], rf=factors)))
     return out
 
 
@@ -213,21 +214,16 @@ def _search(
         return []
     if objective == "latency":
         return _search_latency(prob, tpl, chip, tile, rf, top_k)
-    rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
-    folds = _all_tiles(prob, tpl, tile, rf, chip, rate)
-    # every order at once: each figure is an array of shape (orders, candidates), element for
+    # every order at once: each figure broadcasts to shape (orders, candidates), element for
     # element what evaluate() gives for that order, so the picks and their mappings are too
-    fig = evaluate_orders(prob, tpl, chip, tile, ORDERS, rf, folds=folds)
+    fig = evaluate_orders(prob, tpl, chip, tile, ORDERS, rf)
     seconds = fig["total_cycles"] / chip.freq_hz
-    if objective == "latency":
-        cost = seconds
-    else:
-        pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip)
-        cost = pj if objective == "energy" else pj * seconds
+    pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip)
+    cost = pj if objective == "energy" else pj * seconds
     flat = np.broadcast_to(cost, fig["total_cycles"].shape).reshape(-1)  # order-major
     out = []
-    for o, i, chosen, factors in _picks(flat, top_k, tile, rf, tpl):
-        mapping = mapping_of(prob, tpl, chip, chosen, ORDERS[o], factors, fig, o, i)
+    for o, i, tiling in _picks(flat, top_k, tile, rf, tpl):
+        mapping = mapping_of(prob, tpl, chip, tiling, fig, o, i)
         out.append((mapping_cost(mapping, chip, objective), mapping))
     return out
 
@@ -241,8 +237,8 @@ def _search_latency(
     total = total_cycles_orders(prob, tpl, chip, tile, ORDERS, rf)
     flat = (total / chip.freq_hz).reshape(-1)  # order-major
     out = []
-    for o, _, chosen, factors in _picks(flat, top_k, tile, rf, tpl):
-        mapping = build_mapping(prob, tpl, chip, chosen, ORDERS[o], factors)
+    for _, _, tiling in _picks(flat, top_k, tile, rf, tpl):
+        mapping = build_mapping(prob, tpl, chip, tiling)
         out.append((mapping.time_s, mapping))
     return out
 

@@ -1,0 +1,149 @@
+"""The DRAM level: the loop order over the SRAM tiles, the loops dealt to the cores, and the
+bytes each operand moves between DRAM and SRAM.
+
+An operand's tile is fetched again whenever a DRAM loop it does not depend on iterates above a
+loop it depends on that iterates; an operand that only dealt loops leave unchanged is fetched
+once per core that needs it (partial sums of a dealt reduction loop meet in DRAM). Input rows
+overlap between P tiles by R − stride (halo). An output revisited by an outer reduction loop
+spills partial sums: written every visit, read back on all but the first.
+
+The rule is written once against a math namespace ``xp`` (see
+:mod:`infersim.dataflow.loopnest.numerics`): for one loop order of one tiling in floats, or for
+several orders of many candidates at once in arrays of shape (orders, candidates).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from infersim.dataflow.loopnest.numerics import Figures, MathNamespace
+from infersim.dataflow.loopnest.problem import DEPENDS, Orders, Problem, total_footprint
+from infersim.dataflow.templates import DIMS, OPERANDS
+
+Flag = Any
+"""Whether one loop is inner (or outer) to another, per loop order: True (in every order), or
+a read-only bool array of shape (orders, 1)."""
+
+Loops = tuple[tuple[str, tuple[tuple[str, Flag], ...]], ...]
+"""(loop dim, the loop dims related to it with the :data:`Flag` of that relation) per loop."""
+
+
+class _LoopOrders(NamedTuple):
+    """What :func:`dram_traffic` needs of the loop orders alone (see :func:`_loop_orders`)."""
+
+    used: tuple[str, ...]
+    """The loop dims that iterate on some candidate."""
+    refetch_loops: tuple[Loops, ...]
+    """Per operand: each loop it does not depend on, with the loops inner to it that it does
+    depend on (an iterating one there makes the operand's tile fetched again)."""
+    outer_loops: Loops
+    """Per loop: the loops outer to it (it is dealt to the cores while they iterate fewer
+    times than there are cores)."""
+    n_orders: int
+
+
+def _flag(per_order: list[bool]) -> Flag | None:
+    """A relation per order as a :data:`Flag`, or None where it holds in no order."""
+    if all(per_order):
+        return True
+    if not any(per_order):
+        return None
+    flag = np.array(per_order, dtype=bool)[:, None]
+    flag.flags.writeable = False
+    return flag
+
+
+@functools.lru_cache(maxsize=64)
+def _dims_of(orders: Orders) -> tuple[str, ...]:
+    """The dims of :data:`DIMS` that some of ``orders`` loops over."""
+    return tuple(d for d in DIMS if any(d in order for order in orders))
+
+
+@functools.lru_cache(maxsize=256)
+def _loop_orders(orders: Orders, iterates: tuple[bool, ...]) -> _LoopOrders:
+    """The :class:`_LoopOrders` of the loops of ``orders`` that iterate (``iterates``: per dim
+    of :func:`_dims_of`, whether its count exceeds 1 on some candidate; a loop of count 1
+    changes no product and no "iterates" test, so the others are left out).
+
+    Raises:
+        ValueError: orders that are not permutations of one set of dims.
+    """
+    varying = {d for d, v in zip(_dims_of(orders), iterates, strict=True) if v}
+    used = tuple(d for d in DIMS if d in varying)
+    position = [{d: j for j, d in enumerate(d for d in order if d in varying)} for order in orders]
+    if any(len(p) != len(used) for p in position):
+        raise ValueError(f"loop orders {orders}: must all be orders of the same dims")
+
+    def relation(d: str, e: str, inner: bool) -> Flag | None:  # e inner (or outer) to d, per order
+        return _flag([(p[e] > p[d]) == inner for p in position])
+
+    refetch_loops = tuple(
+        tuple(
+            (d, tuple((e, f) for e in used if e in dep and (f := relation(d, e, True)) is not None))
+            for d in used
+            if d not in dep
+        )
+        for dep in (DEPENDS[name] for name in OPERANDS)
+    )
+    outer_loops = tuple(
+        (d, tuple((e, f) for e in used if e != d and (f := relation(d, e, False)) is not None))
+        for d in used
+    )
+    return _LoopOrders(used, refetch_loops, outer_loops, len(orders))
+
+
+def dram_traffic(
+    prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace
+) -> tuple[Figures, Figures, Any]:
+    """DRAM reads and writes per operand (bytes) and the DRAM loop iterations dealt to the
+    cores, with ``counts[d]`` SRAM tiles along each dim, for each of ``orders`` (outer to inner;
+    all orders of the same dims). With arrays, reads and writes have shape (orders,
+    candidates); the iterations (1.0 on one core) broadcast to it.
+
+    The outer loops are dealt to the cores until every core has work: a loop is dealt when the
+    loops above it iterate fewer times than there are cores.
+    """
+    maxima = xp.max_each([counts[d] for d in _dims_of(orders)])
+    st = _loop_orders(orders, tuple(m > 1.5 for m in maxima))
+    iterates = {d: counts[d] > 1.5 for d in st.used}
+    one = xp.ones(st.n_orders, counts["G"])
+    # every count is a whole number, so the products below are exact in any order
+    iterations: Any = 1.0
+    dealt: Figures = {}
+    if cores > 1:
+        for d, outer in st.outer_loops:
+            above: Any = 1.0
+            for e, flag in outer:
+                above = above * (counts[e] if flag is True else xp.where(flag, counts[e], 1.0))
+            dealt[d] = above < cores
+            iterations = iterations * xp.where(dealt[d], counts[d], 1.0)
+        cores_used = xp.minimum(iterations, float(cores))
+    reads: Figures = {}
+    writes: Figures = {}
+    for name, loops in zip(OPERANDS, st.refetch_loops, strict=True):
+        refetch = one
+        copies: Any = 1.0
+        for d, inner in loops:
+            # whether a loop inner to d that the operand depends on iterates: the operand's
+            # tile changes there, so each iteration of d fetches it again
+            reused: Any = False
+            for e, flag in inner:
+                term = iterates[e] if flag is True else flag & iterates[e]
+                reused = term if reused is False else reused | term
+            if reused is not False:
+                refetch = refetch * xp.where(reused, counts[d], 1.0)
+            if cores > 1:  # else the cores dealt d's iterations each fetch the same tile
+                copy = xp.where(dealt[d], counts[d], 1.0)
+                copies = copies * (copy if reused is False else xp.where(reused, 1.0, copy))
+        if cores > 1:
+            refetch = refetch * xp.minimum(copies, cores_used)
+        total = total_footprint(prob, name, counts) * prob.operand_bytes[name]
+        if name == "output":
+            spill = total * (refetch - 1.0)
+            reads[name], writes[name] = spill, spill + total * prob.output_write_scale
+        else:
+            reads[name], writes[name] = total * refetch, xp.zeros_like(refetch)
+    return reads, writes, iterations

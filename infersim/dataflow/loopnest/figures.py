@@ -1,0 +1,178 @@
+"""Every figure of a mapping from its tile factors: traffic per level and operand, compute
+cycles, utilizations, SRAM and RF need, and time (the analytic rule).
+
+Time: the first tile's load, then per tile the larger of its compute and its DRAM transfer
+(computed in aggregate: max(compute, remaining DRAM)), then the last tile's store, plus one DRAM
+access latency. DRAM bytes per cycle = dram.bandwidth_bytes_per_s ×
+calibration.dram_bandwidth_efficiency / freq_hz; compute cycles are divided by the calibrated
+compute efficiency. With several cores, compute cycles = mean cycles per dealt iteration ×
+ceil(iterations / cores), never below MACs / (PEs × cores × r).
+
+One evaluation, :func:`figures_of`, serves both callers: :func:`evaluate_orders` (and
+:func:`evaluate`) for batches of candidate tilings in arrays, and the builder of one
+:class:`~infersim.dataflow.loopnest.mapping.Mapping` for one tiling in plain floats.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from infersim.arch_models.chip import Chip
+from infersim.dataflow.loopnest.dram import dram_traffic
+from infersim.dataflow.loopnest.folds import KEYS, rf_need
+from infersim.dataflow.loopnest.numerics import NP, Arr, Candidates, Figures, MathNamespace, prod
+from infersim.dataflow.loopnest.problem import (
+    Nest,
+    Order,
+    Orders,
+    Problem,
+    footprint,
+    nest_of,
+    tile_bytes,
+)
+from infersim.dataflow.loopnest.tiles import all_tiles, tile_classes
+from infersim.dataflow.templates import OPERANDS, Template
+
+LEVELS: tuple[str, ...] = ("dram", "sram", "array", "register_file")
+"""Storage levels, outer to inner."""
+
+
+def evaluate(
+    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, order: Order, rf: Candidates
+) -> Figures:
+    """Every figure of :class:`~infersim.dataflow.loopnest.mapping.Mapping` for a batch of
+    candidate tilings (arrays, one element per candidate; ``tile`` holds all of :data:`DIMS`,
+    ``rf`` all of the template's rf_split) with the DRAM loop ``order``. Traffic is
+    ``traffic[level][operand] = (reads, writes)`` bytes. A figure the same on every candidate
+    (one core: iterations, waves, cores used) may be one number.
+    """
+    return _pick(evaluate_orders(prob, tpl, chip, tile, (order,), rf), 0, slice(None))  # type: ignore[no-any-return]
+
+
+def _pick(x: Any, o: int, i: Any) -> Any:
+    """Element ``i`` of every figure of :func:`evaluate_orders` for its ``o``-th order."""
+    if isinstance(x, dict):
+        return {k: _pick(v, o, i) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_pick(v, o, i) for v in x)
+    if isinstance(x, np.ndarray):
+        return x[o, i] if x.ndim == 2 else x[i]
+    return x
+
+
+def evaluate_orders(
+    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, orders: Orders, rf: Candidates
+) -> Figures:
+    """:func:`evaluate` for several DRAM loop orders (all orders of the same dims) at once: the
+    figures broadcast to shape (orders, candidates); those that depend on the order have it,
+    the others have shape (candidates,) or are one number (each element computed exactly as
+    :func:`evaluate` computes it)."""
+    return figures_of(nest_of(prob, tpl, chip), tile, orders, rf, NP)
+
+
+def total_cycles_orders(
+    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, orders: Orders, rf: Candidates
+) -> Arr:
+    """The ``total_cycles`` figure of :func:`evaluate_orders` alone, shape (orders, candidates):
+    the same operations, in the same order, as the full call makes for it."""
+    nest = nest_of(prob, tpl, chip)
+    classes = tile_classes(prob, tile, NP)
+    sums = all_tiles(nest, classes, rf, NP, cycles_only=True)
+    reads, writes, iterations = dram_traffic(prob, classes.counts, orders, chip.cores, NP)
+    dram_bytes = sum(reads[name] + writes[name] for name in OPERANDS)
+    sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
+    time = _time(nest, sums["cycles"], iterations, sram, dram_bytes, NP)
+    return time["total_cycles"]  # type: ignore[no-any-return]
+
+
+def figures_of(
+    nest: Nest, tile: Figures, orders: Orders, rf: Figures, xp: MathNamespace
+) -> Figures:
+    """The figures of :func:`evaluate_orders` of SRAM tiles of extents ``tile`` and RF factors
+    ``rf``: arrays over candidates with ``xp`` = :data:`NP`, floats of one tiling (and one
+    order) with :data:`PY`."""
+    prob, tpl, chip, rate = nest
+    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
+    classes = tile_classes(prob, tile, xp)
+    sums = all_tiles(nest, classes, rf, xp)
+    dram_rd, dram_wr, iterations = dram_traffic(prob, classes.counts, orders, cores, xp)
+    ob = prob.operand_bytes
+    out_elems = footprint("output", prob.dims, prob.stride, window=False)
+    traffic: dict[str, dict[str, tuple[Any, Any]]] = {level: {} for level in LEVELS}
+    zero = xp.zeros_like(tile["G"])
+    for name, keys in KEYS.items():
+        b = ob[name]
+        traffic["dram"][name] = (dram_rd[name], dram_wr[name])
+        feed, deliver, rf_slots = (sums[key] for key in keys)
+        if name == "output":
+            traffic["sram"][name] = (
+                (feed - out_elems) * b + dram_wr[name],
+                feed * b + dram_rd[name],
+            )
+            traffic["array"][name] = (zero, deliver * b)
+            traffic["register_file"][name] = (rf_slots * b, rf_slots * b)
+        else:
+            traffic["sram"][name] = (feed * b, dram_rd[name])
+            traffic["array"][name] = (deliver * b, zero)
+            traffic["register_file"][name] = (
+                rf_slots * b,
+                xp.where(rf_slots > 0, deliver * b, 0.0),
+            )
+    dram_bytes = sum(r + w for r, w in traffic["dram"].values())
+    sram: Figures = {name: tile_bytes(prob, name, tile, xp) for name in OPERANDS}
+    time = _time(nest, sums["cycles"], iterations, sram, dram_bytes, xp)
+    return {
+        "traffic": traffic,
+        "iterations": iterations,
+        "tiles": prod(classes.counts.values()),
+        "folds": sums["folds"],
+        "mapping_efficiency": sums["used"] / (sums["folds"] * rows * cols),
+        "compute_utilization": sums["util_num"] / sums["util_den"],
+        "overall_utilization": prob.macs / (time["total_cycles"] * rows * cols * cores * rate),
+        "sram_bytes": 2.0 * sum(sram.values()),
+        "rf_bytes": rf_need(prob, tpl, tile, rf, xp),
+        "dram_bytes": dram_bytes,
+        **time,
+    }
+
+
+def _time(
+    nest: Nest, cycles: Any, iterations: Any, sram: Figures, dram_bytes: Any, xp: MathNamespace
+) -> Figures:
+    """Waves, cores used, compute cycles and time of ``cycles`` summed over every SRAM tile,
+    ``iterations`` of the DRAM loops dealt to the cores, ``sram`` bytes per operand of one
+    tile and ``dram_bytes``."""
+    prob, _, chip, rate = nest
+    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
+    bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
+    per_cycle = (
+        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
+    )
+    load = sram["input"] + sram["weight"]
+    if cores > 1:
+        waves = xp.ceil_div(iterations, cores)
+        cores_used = xp.minimum(iterations, float(cores))
+        dealt_cycles = cycles / iterations * waves
+        first = cores_used * load / per_cycle
+        last = cores_used * sram["output"] / per_cycle
+    else:  # iterations, waves and cores used are 1.0: x / 1.0 * 1.0 and 1.0 * x are x exactly
+        waves = cores_used = 1.0
+        dealt_cycles, first, last = cycles, load / per_cycle, sram["output"] / per_cycle
+    compute_cycles = xp.maximum(xp.ceil_div(dealt_cycles, 1.0) - 1, float(bound_cycles))
+    dram_cycles = dram_bytes / per_cycle
+    busy = compute_cycles / chip.calibration.compute(prob.mac_class)
+    rest = xp.maximum(dram_cycles - first - last, 0.0)
+    total_cycles = first + xp.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz
+    return {
+        "waves": waves,
+        "cores_used": cores_used,
+        "compute_cycles": compute_cycles,
+        "dram_cycles": dram_cycles,
+        "first_load_cycles": first,
+        "last_store_cycles": last,
+        "total_cycles": total_cycles,
+        "compute_bound": busy >= rest,
+    }

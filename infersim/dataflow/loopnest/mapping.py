@@ -1,0 +1,263 @@
+"""The result of the analyzer: :class:`Mapping` (the loop nest per level, traffic, cycles, time)
+with :class:`Access`; :func:`analyze`, which maps one op with one tiling, and the builders of a
+:class:`Mapping` from the figures of :mod:`infersim.dataflow.loopnest.figures`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from infersim.arch_models.chip import Chip
+from infersim.dataflow.loopnest.figures import figures_of
+from infersim.dataflow.loopnest.numerics import PY, Figures
+from infersim.dataflow.loopnest.problem import TILEABLE, Problem, Tiling, nest_of, problem_of
+from infersim.dataflow.templates import DIMS, Template
+from infersim.errors import InfersimError
+from infersim.workloads.ops import OpBase
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Bytes read from and written to one level for one operand."""
+
+    reads_bytes: float = 0.0
+    writes_bytes: float = 0.0
+
+    @property
+    def total_bytes(self) -> float:
+        """Reads plus writes."""
+        return self.reads_bytes + self.writes_bytes
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """An op mapped on a chip by one dataflow: loop nest per level, traffic, cycles, time.
+
+    Traffic is ``traffic[level][operand]`` in bytes for one repetition of the op (levels
+    :data:`~infersim.dataflow.loopnest.figures.LEVELS`, operands ``input``, ``weight``,
+    ``output``). Cycles are core clock cycles; ``time_s`` = ``total_cycles`` / freq.
+    Utilizations are fractions in [0, 1].
+    """
+
+    dataflow: str
+    template: Template
+    tiling: Tiling
+    dims: dict[str, int]
+    mac_class: str
+    macs: float
+    dram_loops: tuple[tuple[str, int], ...]
+    sram_tile: dict[str, int]
+    fold_loops: dict[str, int]
+    spatial_rows: tuple[str, ...]
+    spatial_cols: tuple[str, ...]
+    rows_extent: int
+    cols_extent: int
+    pe_loops: tuple[tuple[str, int], ...]
+    tiles: int
+    cores_used: int
+    waves: int
+    folds: int
+    compute_cycles: int
+    mapping_efficiency: float
+    compute_utilization: float
+    overall_utilization: float
+    traffic: dict[str, dict[str, Access]]
+    sram_bytes: float
+    sram_capacity_bytes: float
+    rf_bytes: float
+    rf_capacity_bytes: float
+    dram_bytes: float
+    dram_cycles: float
+    first_load_cycles: float
+    last_store_cycles: float
+    total_cycles: float
+    time_s: float
+    bound: str
+
+    @property
+    def fits(self) -> bool:
+        """Whether the double-buffered SRAM tile and the PE working set fit their capacities."""
+        return (
+            self.sram_bytes <= self.sram_capacity_bytes and self.rf_bytes <= self.rf_capacity_bytes
+        )
+
+    def loop_nest(self) -> dict[str, list[tuple[str, int]]]:
+        """(dim, extent) loops per level, outer to inner: DRAM tile loops, the fold loop of one
+        SRAM tile (fold dims, then row and column folds of the full tile), the array's spatial
+        dims (rows group, then columns group), and the in-PE stream loop."""
+        rows, cols = self.spatial_rows, self.spatial_cols
+        return {
+            "dram": list(self.dram_loops),
+            "sram": [*self.fold_loops.items()],
+            "array": [
+                (f"rows:{'·'.join(rows)}", self.rows_extent),
+                (f"cols:{'·'.join(cols)}", self.cols_extent),
+            ],
+            "register_file": list(self.pe_loops),
+        }
+
+    def level_bytes(self, level: str) -> float:
+        """All bytes read and written at ``level``."""
+        return sum(a.total_bytes for a in self.traffic[level].values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready fields."""
+        return {
+            "dataflow": self.dataflow,
+            "dims": dict(self.dims),
+            "macs": self.macs,
+            "dram_loops": [list(x) for x in self.dram_loops],
+            "sram_tile": dict(self.sram_tile),
+            "fold_loops": dict(self.fold_loops),
+            "spatial_rows": list(self.spatial_rows),
+            "spatial_cols": list(self.spatial_cols),
+            "rows_extent": self.rows_extent,
+            "cols_extent": self.cols_extent,
+            "pe_loops": [list(x) for x in self.pe_loops],
+            "loop_nest": {k: [list(x) for x in v] for k, v in self.loop_nest().items()},
+            "tiles": self.tiles,
+            "cores_used": self.cores_used,
+            "waves": self.waves,
+            "folds": self.folds,
+            "compute_cycles": self.compute_cycles,
+            "mapping_efficiency": self.mapping_efficiency,
+            "compute_utilization": self.compute_utilization,
+            "overall_utilization": self.overall_utilization,
+            "traffic_bytes": {
+                level: {
+                    name: {"reads": a.reads_bytes, "writes": a.writes_bytes}
+                    for name, a in ops.items()
+                }
+                for level, ops in self.traffic.items()
+            },
+            "sram_bytes": self.sram_bytes,
+            "rf_bytes": self.rf_bytes,
+            "dram_bytes": self.dram_bytes,
+            "dram_cycles": self.dram_cycles,
+            "first_load_cycles": self.first_load_cycles,
+            "last_store_cycles": self.last_store_cycles,
+            "total_cycles": self.total_cycles,
+            "time_s": self.time_s,
+            "bound": self.bound,
+        }
+
+
+def _check_tiling(tpl: Template, tiling: Tiling) -> None:
+    for d, v in tiling.tile.items():
+        if d not in TILEABLE:
+            raise InfersimError(f"tile dim {d!r} cannot be tiled; tileable: {TILEABLE}")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InfersimError(f"tile[{d!r}] = {v!r}: must be an integer >= 1")
+    for d, v in tiling.rf.items():
+        if d not in tpl.rf_split:
+            raise InfersimError(
+                f"rf dim {d!r} not split by dataflow {tpl.name!r}; rf_split: {tpl.rf_split}"
+            )
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InfersimError(f"rf[{d!r}] = {v!r}: must be an integer >= 1")
+    if any(d not in TILEABLE for d in tiling.order) or len(set(tiling.order)) != len(tiling.order):
+        raise InfersimError(f"loop order {tiling.order}: must be distinct dims of {TILEABLE}")
+
+
+def analyze(op: OpBase, chip: Chip, template: Template, tiling: Tiling | None = None) -> Mapping:
+    """Map one repetition of ``op`` on ``chip`` with ``template`` and ``tiling`` (default: the
+    whole op as one SRAM tile, as SCALE-Sim streams it) and count traffic, cycles and time.
+
+    The result is reported even when the tile does not fit (see :attr:`Mapping.fits`).
+
+    Raises:
+        UnsupportedDtypeError: the array cannot compute the op's dtype.
+        InfersimError: an op kind without a loop nest, or a malformed tiling.
+    """
+    tiling = tiling or Tiling()
+    prob = problem_of(op)
+    chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
+    _check_tiling(template, tiling)
+    return build_mapping(prob, template, chip, tiling)
+
+
+def build_mapping(prob: Problem, tpl: Template, chip: Chip, tiling: Tiling) -> Mapping:
+    """The :class:`Mapping` of one valid ``tiling``, evaluated in plain floats."""
+    tile = tiling.extents(prob)
+    full = Tiling(
+        tile=tile,
+        order=(*tiling.order, *(d for d in TILEABLE if d not in tiling.order)),
+        rf={d: min(tiling.rf.get(d, 1), tile[d]) for d in tpl.rf_split},
+    )
+    floats = {d: float(v) for d, v in tile.items()}
+    rf = {d: float(v) for d, v in full.rf.items()}
+    fig = figures_of(nest_of(prob, tpl, chip), floats, (full.order,), rf, PY)
+    return mapping_of(prob, tpl, chip, full, fig, 0, 0)
+
+
+def mapping_of(
+    prob: Problem, tpl: Template, chip: Chip, tiling: Tiling, fig: Figures, o: int, i: int
+) -> Mapping:
+    """The :class:`Mapping` of a complete ``tiling`` (an extent for every dim of
+    :data:`DIMS`, every tileable dim in its order, RF factors capped at the tile) from the
+    figures ``fig``: of candidate ``i`` with the ``o``-th order of
+    :func:`~infersim.dataflow.loopnest.figures.evaluate_orders`, or the plain-float figures of
+    one tiling (``o`` and ``i`` then unused)."""
+    tile, order, rf_full = tiling.tile, tiling.order, tiling.rf
+
+    def one_of(x: Any) -> float:
+        if not isinstance(x, np.ndarray):
+            return float(x)
+        return float(x[o, i] if x.ndim == 2 else x[i])
+
+    # the plain-float figures of one tiling hold no arrays: float() alone picks each
+    one: Any = one_of if isinstance(fig["total_cycles"], np.ndarray) else float
+
+    traffic = {
+        level: {name: Access(one(r), one(w)) for name, (r, w) in ops.items()}
+        for level, ops in fig["traffic"].items()
+    }
+    counts = {d: -(-prob.dims[d] // tile[d]) for d in DIMS}
+    spatial = (*tpl.rows, *tpl.cols)
+    part = {d: -(-tile[d] // rf_full[d]) if d in rf_full else tile[d] for d in spatial}
+    fold_loops = {
+        d: (-(-tile[d] // rf_full[d]) if d in rf_full else tile[d])
+        for d in DIMS
+        if d not in spatial and (d in rf_full or d not in tpl.stream)
+    }
+    total_cycles = one(fig["total_cycles"])
+    return Mapping(
+        dataflow=tpl.name,
+        template=tpl,
+        tiling=Tiling(tile={d: tile[d] for d in TILEABLE}, order=order, rf=rf_full),
+        dims=dict(prob.dims),
+        mac_class=prob.mac_class,
+        macs=prob.macs,
+        dram_loops=tuple((d, counts[d]) for d in order if counts[d] > 1),
+        sram_tile=dict(tile),
+        fold_loops=fold_loops,
+        spatial_rows=tpl.rows,
+        spatial_cols=tpl.cols,
+        rows_extent=math.prod(part[d] for d in tpl.rows),
+        cols_extent=math.prod(part[d] for d in tpl.cols),
+        pe_loops=tuple((d, rf_full.get(d, tile[d])) for d in tpl.stream),
+        tiles=round(one(fig["tiles"])),
+        cores_used=round(one(fig["cores_used"])),
+        waves=round(one(fig["waves"])),
+        folds=round(one(fig["folds"])),
+        compute_cycles=round(one(fig["compute_cycles"])),
+        mapping_efficiency=one(fig["mapping_efficiency"]),
+        compute_utilization=one(fig["compute_utilization"]),
+        overall_utilization=one(fig["overall_utilization"]),
+        traffic=traffic,
+        sram_bytes=one(fig["sram_bytes"]),
+        sram_capacity_bytes=float(chip.sram.capacity_bytes),
+        rf_bytes=one(fig["rf_bytes"]),
+        rf_capacity_bytes=float(chip.register_file.bytes_per_pe),
+        dram_bytes=one(fig["dram_bytes"]),
+        dram_cycles=one(fig["dram_cycles"]),
+        first_load_cycles=one(fig["first_load_cycles"]),
+        last_store_cycles=one(fig["last_store_cycles"]),
+        total_cycles=total_cycles,
+        time_s=total_cycles / chip.freq_hz,
+        bound="compute" if one(fig["compute_bound"]) else "memory",
+    )

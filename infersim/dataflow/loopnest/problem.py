@@ -1,0 +1,216 @@
+"""The inputs of the analyzer: an op as the unified loop nest (:class:`Problem`), what every
+counting rule reads (:class:`Nest`), a tiling (:class:`Tiling`), and the element and byte
+counts of an operand's tensor region.
+
+Every count here is elementwise arithmetic that works alike on plain floats (one tiling) and on
+float64 arrays (one element per candidate tiling); ``xp`` is the math namespace of
+:mod:`infersim.dataflow.loopnest.numerics` that matches them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from infersim import dtypes
+from infersim.arch_models.chip import Chip
+from infersim.dataflow.loopnest.numerics import MathNamespace
+from infersim.dataflow.templates import DIMS, Template
+from infersim.errors import InfersimError
+from infersim.workloads.ops import Conv2d, Gemm, OpBase, stored_bits
+
+TILEABLE: tuple[str, ...] = ("G", "N", "K", "C", "P", "Q")
+"""Dims an SRAM tile may cut (filter rows and columns are always whole)."""
+
+AXES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "input": (("G",), ("N",), ("C",), ("P", "R"), ("Q", "S")),
+    "weight": (("G",), ("K",), ("C",), ("R",), ("S",)),
+    "output": (("G",), ("N",), ("K",), ("P",), ("Q",)),
+}
+"""Each operand's tensor axes; a two-dim axis is a sliding window (rows = P·stride + R)."""
+
+Order = tuple[str, ...]
+"""A DRAM loop order: tileable dims, outer to inner."""
+
+Orders = tuple[Order, ...]
+"""Several DRAM loop orders (all orders of the same dims)."""
+
+DEPENDS: dict[str, frozenset[str]] = {
+    name: frozenset(d for axis in axes for d in axis) for name, axes in AXES.items()
+}
+"""The dims each operand's index depends on."""
+
+_AXIS_PAIRS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    name: tuple((axis[0], axis[1] if len(axis) == 2 else None) for axis in axes)
+    for name, axes in AXES.items()
+}
+""":data:`AXES` as (dim, window dim or None) pairs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """An op as the unified nest: dim extents, input size, operand widths and the MAC class.
+
+    ``operand_bytes`` are bytes per element of the nest (a sparse GEMM's reduction dim counts
+    the MACs the array performs, so its operands carry the stored bytes of the whole k);
+    ``output_write_scale`` multiplies the final output write (a fused epilogue's output ratio
+    plus its extra same-size inputs).
+    """
+
+    dims: dict[str, int]
+    stride: int
+    in_h: int
+    in_w: int
+    padded_h: int
+    padded_w: int
+    operand_bytes: dict[str, float]
+    mac_class: str
+    macs: float
+    output_write_scale: float = 1.0
+
+
+def problem_of(op: OpBase) -> Problem:
+    """The unified loop nest of a :class:`Gemm` or :class:`Conv2d`.
+
+    A GEMM's reduction dim C is the k positions the array performs (half of k for 2:4 sparse
+    B, fewer for unstructured sparsity a sparse kernel skips); A and B keep their bytes (B as
+    stored: compressed values and indices, or a weight-only format). Weights in a storage-only
+    format stay in it up to the array (dequantization is vector work, costed elsewhere).
+
+    Raises:
+        InfersimError: any other operator kind (it does not run on the systolic array), or a
+            storage-only compute dtype.
+    """
+    scale_out = 1.0
+    if isinstance(op, Gemm):
+        reduction = max(1, round(op.k * op.executed_macs / op.macs))
+        per_k = op.k / reduction
+        dims = {
+            "G": op.batch,
+            "N": 1,
+            "K": op.n,
+            "C": reduction,
+            "P": op.m,
+            "Q": 1,
+            "R": 1,
+            "S": 1,
+        }
+        operand_bytes = {
+            "input": dtypes.nbytes(op.a_dtype) * per_k,
+            "weight": stored_bits(op.b_dtype, op.sparsity, op.density) / 8 * per_k,
+            "output": dtypes.nbytes(op.out_dtype),
+        }
+        if op.epilogue is not None:
+            scale_out = op.epilogue.out_ratio + op.epilogue.extra_inputs
+        stride, in_h, in_w, pad = 1, op.m, 1, 0
+    elif isinstance(op, Conv2d):
+        dims = {
+            "G": 1,
+            "N": op.batch,
+            "K": op.out_channels,
+            "C": op.in_channels,
+            "P": op.out_h,
+            "Q": op.out_w,
+            "R": op.kernel_h,
+            "S": op.kernel_w,
+        }
+        if dims["P"] < 1 or dims["Q"] < 1:
+            raise InfersimError(f"conv {op.name!r}: filter larger than the padded input")
+        operand_bytes = {
+            "input": dtypes.nbytes(op.dtype),
+            "weight": dtypes.nbytes(op.weight_dtype),
+            "output": dtypes.nbytes(op.out_dtype),
+        }
+        stride, in_h, in_w, pad = op.stride, op.in_h, op.in_w, op.padding
+    else:
+        raise InfersimError(f"op kind {op.kind!r} has no systolic loop nest (gemm and conv2d do)")
+    return Problem(
+        dims=dims,
+        stride=stride,
+        in_h=in_h,
+        in_w=in_w,
+        padded_h=in_h + 2 * pad,
+        padded_w=in_w + 2 * pad,
+        operand_bytes=operand_bytes,
+        mac_class=dtypes.mac_class(op.compute_dtype),
+        macs=float(math.prod(dims.values())),
+        output_write_scale=scale_out,
+    )
+
+
+class Nest(NamedTuple):
+    """What every counting rule reads: the op as the nest, the dataflow, the chip, and the
+    array's MACs per PE per cycle for the op's MAC class (see :func:`nest_of`)."""
+
+    prob: Problem
+    tpl: Template
+    chip: Chip
+    rate: float
+
+
+def nest_of(prob: Problem, tpl: Template, chip: Chip) -> Nest:
+    """The :class:`Nest` of ``prob`` mapped by ``tpl`` on ``chip`` (the chip rates the op's MAC
+    class: see :meth:`Chip.macs_per_cycle`)."""
+    rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
+    return Nest(prob, tpl, chip, rate)
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """Tile factors of a mapping: SRAM tile extents, the DRAM loop order and the PE RF factors.
+
+    ``tile`` maps a dim of :data:`TILEABLE` to its SRAM tile extent (absent: the whole dim);
+    ``order`` is the DRAM loop order, outer to inner (dims left out go innermost, in
+    :data:`TILEABLE` order); ``rf`` maps a template ``rf_split`` dim to its in-PE factor
+    (absent: 1). ``Tiling()`` is the whole op as one tile (SCALE-Sim's view).
+    """
+
+    tile: dict[str, int] = field(default_factory=dict)
+    order: Order = TILEABLE
+    rf: dict[str, int] = field(default_factory=dict)
+
+    def extents(self, prob: Problem) -> dict[str, int]:
+        """The SRAM tile extent along every dim of :data:`DIMS` (capped at the dim)."""
+        return {d: min(self.tile.get(d, prob.dims[d]), prob.dims[d]) for d in DIMS}
+
+
+def footprint(operand: str, ext: dict[str, Any], stride: int, window: bool) -> Any:
+    """Elements of ``operand`` touched when each dim spans ``ext[d]`` indices (absent: 1).
+
+    A window axis spans ``(P − 1)·stride + R`` rows when ``window`` (the ifmap region) and
+    ``P·R`` otherwise (the im2col matrix). Works on numbers and on numpy arrays alike.
+    """
+    total: Any = 1.0
+    get = ext.get
+    for outer, inner in _AXIS_PAIRS[operand]:
+        if inner is None:
+            total = total * get(outer, 1)
+        else:
+            o, i = get(outer, 1), get(inner, 1)
+            total = total * ((o - 1) * stride + i if window else o * i)
+    return total
+
+
+def tile_bytes(prob: Problem, name: str, tile: dict[str, Any], xp: MathNamespace) -> Any:
+    """Bytes of ``name`` in one full SRAM tile (the ifmap region, capped at the padded input)."""
+    if name != "input":
+        return footprint(name, tile, prob.stride, window=True) * prob.operand_bytes[name]
+    rows = xp.minimum((tile["P"] - 1) * prob.stride + tile["R"], prob.padded_h)
+    cols = xp.minimum((tile["Q"] - 1) * prob.stride + tile["S"], prob.padded_w)
+    return tile["G"] * tile["N"] * tile["C"] * rows * cols * prob.operand_bytes[name]
+
+
+def total_footprint(prob: Problem, name: str, counts: dict[str, Any]) -> Any:
+    """Elements of ``name`` summed over all distinct SRAM tiles (the whole tensor plus the input
+    halos), with ``counts[d]`` tiles along each dim."""
+    total: Any = 1.0
+    dims = prob.dims
+    for axis in AXES[name]:
+        if axis == ("P", "R"):
+            total = total * (prob.in_h + (counts["P"] - 1) * max(dims["R"] - prob.stride, 0))
+        elif axis == ("Q", "S"):
+            total = total * (prob.in_w + (counts["Q"] - 1) * max(dims["S"] - prob.stride, 0))
+        else:
+            total = total * dims[axis[0]]
+    return total

@@ -1,0 +1,89 @@
+"""The SRAM tiles of a tiling: how many tiles each dim is cut into, the classes of tiles (full or
+remainder extent per cut dim), and the fold-level totals summed over every tile.
+
+Written once against a math namespace ``xp`` (see :mod:`infersim.dataflow.loopnest.numerics`):
+arrays of candidate tilings or floats of one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, NamedTuple
+
+from infersim.dataflow.loopnest.folds import tile_folds
+from infersim.dataflow.loopnest.numerics import Classes, Figures, MathNamespace, prod
+from infersim.dataflow.loopnest.problem import Nest, Problem
+from infersim.dataflow.templates import DIMS
+
+
+class TileClasses(NamedTuple):
+    """The SRAM tiles of a tiling, by class (see :func:`tile_classes`)."""
+
+    whole: Figures
+    """The dims whole in every tile: their extent (one float; the tiles' own values when every
+    dim is whole, so that the figures stay per candidate)."""
+    classes: Classes
+    """One class per combination of a full or remainder tile along each other (cut) dim: the
+    cut dims' extents, and how many tiles of it each candidate has (None: no dim is cut, one
+    tile on every candidate)."""
+    counts: Figures
+    """The tiles along each dim of :data:`DIMS`."""
+
+
+def _cut(extent: Any, tile: Any, xp: MathNamespace) -> tuple[Any, Any, Any, Any]:
+    """(tiles, full tiles, remainder extent, whether there is a remainder tile) of a dim of
+    ``extent`` cut into tiles of ``tile``."""
+    n = xp.ceil_div(extent, tile)
+    rem = extent - (n - 1) * tile
+    has_rem = rem < tile - 0.5
+    return n, n - has_rem, rem, has_rem
+
+
+def tile_classes(prob: Problem, tile: dict[str, Any], xp: MathNamespace) -> TileClasses:
+    """The :class:`TileClasses` of SRAM tiles of extents ``tile`` (every dim of :data:`DIMS`)."""
+    extents = [float(prob.dims[d]) for d in DIMS]
+    tiles = [tile[d] for d in DIMS]
+    is_whole = xp.equal_each(tiles, extents)
+    split = xp.batch(
+        _cut, [(e, t) for e, t, w in zip(extents, tiles, is_whole, strict=True) if not w], xp
+    )
+    some_rem = xp.any_each([s[3] for s in split])
+    # a dim whole in every tile enters the fold analysis as one float (the same value on every
+    # candidate: numpy broadcasts it, element for element the same operations), unless every
+    # dim is whole
+    whole: Figures = {}
+    cut: dict[str, list[tuple[Any, Any]]] = {}  # per cut dim: (extent, count) of its tiles
+    counts: Figures = {}
+    ones: Any = None
+    j = 0
+    for d, e, t, w in zip(DIMS, extents, tiles, is_whole, strict=True):
+        if w:
+            whole[d] = e if split else t
+            if ones is None:  # ceil(1 - 1e-9) on every candidate (one shared value)
+                ones = xp.full_like(t, 1.0)
+            counts[d] = ones
+            continue
+        n, full, rem, has_rem = split[j]
+        counts[d] = n
+        cut[d] = [(t, full), (rem, has_rem * 1.0)] if some_rem[j] else [(t, full)]
+        j += 1
+    if not cut:
+        return TileClasses(whole, [({}, None)], counts)
+    classes: Classes = [
+        ({d: e for d, (e, _) in zip(cut, combo, strict=True)}, prod([c for _, c in combo]))
+        for combo in itertools.product(*cut.values())
+    ]
+    return TileClasses(whole, classes, counts)
+
+
+def all_tiles(
+    nest: Nest, tiles: TileClasses, rf: Figures, xp: MathNamespace, cycles_only: bool = False
+) -> Figures:
+    """The :func:`~infersim.dataflow.loopnest.folds.tile_folds` totals summed over every SRAM
+    tile: each class of tile is analyzed once and weighted by how many tiles of it there are
+    (with ``cycles_only``, the cycles alone)."""
+
+    def folds(ext: Figures, whole: Figures, rf: Figures) -> Figures:
+        return tile_folds(nest, {**whole, **ext}, rf, xp, cycles_only)
+
+    return xp.sum_classes(folds, tiles.classes, tiles.whole, rf)
