@@ -19,7 +19,9 @@ dataflow, objective, top_k).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 from collections import OrderedDict
 from typing import Any, Literal, overload
 
@@ -37,12 +39,11 @@ from infersim.dataflow.loopnest import (
     Tiling,
     build_mapping,
     evaluate_orders,
-    mapping_of,
     problem_of,
     rf_need,
     tile_bytes,
-    total_cycles_orders,
 )
+from infersim.dataflow.loopnest.figures import TimingInputs, timing_inputs, total_cycles_of
 from infersim.dataflow.templates import OPERANDS, TEMPLATES, Template
 from infersim.errors import InfersimError
 from infersim.workloads.ops import OpBase
@@ -91,11 +92,47 @@ class _LRU:
 
 
 _CACHE = _LRU(maxsize=4096)
+"""Finished mappings by (op, whole chip, template, objective, top_k): the warm path."""
+
+_SEARCHES: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_SEARCHES_MAX = 1024
+"""What a search found that does not depend on the DRAM bandwidth, the clock, the DRAM latency
+or the calibration, by (op, :func:`geometry_key`, template, objective, top_k): for latency the
+fitting candidates with their :func:`~infersim.dataflow.loopnest.figures.timing_inputs` (a chip
+that differs only in those fields re-times them instead of searching again), for energy the
+chosen tilings (energy depends on traffic, not on time)."""
+
+STATS = {"searches": 0, "reused": 0}
+"""Searches made and searches reused from :data:`_SEARCHES` since :func:`clear_cache`."""
 
 
 def clear_cache() -> None:
-    """Forget every memoized mapping."""
+    """Forget every memoized mapping and search (and reset :data:`STATS`)."""
     _CACHE.clear()
+    _SEARCHES.clear()
+    STATS.update(searches=0, reused=0)
+
+
+def geometry_key(chip: Chip) -> str:
+    """A hash of the fields a tiling search depends on: the array (geometry, MAC rates, 2:4),
+    the register file, the per-core SRAM and the number of cores. DRAM bandwidth, latency and
+    capacity, the clock, energies and calibration change only the timing of a tiling."""
+    fields = chip.model_dump(mode="json", include={"array", "register_file", "sram", "cores"})
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _search_cache(key: tuple[Any, ...], make: Any) -> Any:
+    found = _SEARCHES.get(key)
+    if found is None:
+        STATS["searches"] += 1
+        found = make()
+        _SEARCHES[key] = found
+        while len(_SEARCHES) > _SEARCHES_MAX:
+            _SEARCHES.popitem(last=False)
+    else:
+        STATS["reused"] += 1
+        _SEARCHES.move_to_end(key)
+    return found
 
 
 def mapping_cost(mapping: Mapping, chip: Chip, objective: Objective) -> float:
@@ -206,36 +243,64 @@ def _picks(
 
 
 def _search(
-    prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int
+    prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int,
+    key: tuple[Any, ...],
 ) -> list[tuple[float, Mapping]]:
-    """The ``top_k`` cheapest mappings of ``prob`` with ``tpl`` (empty when nothing fits)."""
+    """The ``top_k`` cheapest mappings of ``prob`` with ``tpl`` (empty when nothing fits);
+    ``key`` (the op's signature and the template) names the search in :data:`_SEARCHES`."""
+    if objective == "latency":
+        return _search_latency(prob, tpl, chip, top_k, key)
+    if objective == "energy":  # the picks do not depend on time: cached by geometry + energy
+        energy_key = chip.energy.model_dump_json()
+        tilings = _search_cache(
+            (*key, geometry_key(chip), energy_key, objective, top_k),
+            lambda: [t for _, _, t in _ranked(prob, tpl, chip, objective, top_k)],
+        )
+    else:
+        tilings = [t for _, _, t in _ranked(prob, tpl, chip, objective, top_k)]
+    out = []
+    for tiling in tilings:
+        mapping = build_mapping(prob, tpl, chip, tiling)
+        out.append((mapping_cost(mapping, chip, objective), mapping))
+    return out
+
+
+def _ranked(
+    prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int
+) -> list[tuple[int, int, Tiling]]:
+    """The ``top_k`` cheapest tilings for energy or EDP, every candidate and order evaluated
+    at once (each figure broadcasts to shape (orders, candidates))."""
     tile, rf = _candidates(prob, tpl, chip)
     if not tile or len(tile["G"]) == 0:
         return []
-    if objective == "latency":
-        return _search_latency(prob, tpl, chip, tile, rf, top_k)
-    # every order at once: each figure broadcasts to shape (orders, candidates), element for
-    # element what evaluate() gives for that order, so the picks and their mappings are too
     fig = evaluate_orders(prob, tpl, chip, tile, ORDERS, rf)
     seconds = fig["total_cycles"] / chip.freq_hz
     pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip)
     cost = pj if objective == "energy" else pj * seconds
     flat = np.broadcast_to(cost, fig["total_cycles"].shape).reshape(-1)  # order-major
-    out = []
-    for o, i, tiling in _picks(flat, top_k, tile, rf, tpl):
-        mapping = mapping_of(prob, tpl, chip, tiling, fig, o, i)
-        out.append((mapping_cost(mapping, chip, objective), mapping))
-    return out
+    return _picks(flat, top_k, tile, rf, tpl)
 
 
 def _search_latency(
-    prob: Problem, tpl: Template, chip: Chip, tile: dict[str, Arr], rf: dict[str, Arr], top_k: int
+    prob: Problem, tpl: Template, chip: Chip, top_k: int, key: tuple[Any, ...]
 ) -> list[tuple[float, Mapping]]:
     """:func:`_search` for latency: only the total cycles of every candidate and order are
     computed (element for element as :func:`evaluate_orders` gives them, so the picks are the
-    same), then each pick is analyzed alone in plain floats (bit for bit the same figures)."""
-    total = total_cycles_orders(prob, tpl, chip, tile, ORDERS, rf)
-    flat = (total / chip.freq_hz).reshape(-1)  # order-major
+    same), then each pick is analyzed alone in plain floats (bit for bit the same figures).
+    The candidates and their timing inputs are reused across chips that differ only in DRAM
+    bandwidth, latency, clock or calibration: only the timing is recomputed."""
+
+    def search() -> tuple[dict[str, Arr], dict[str, Arr], TimingInputs] | None:
+        tile, rf = _candidates(prob, tpl, chip)
+        if not tile or len(tile["G"]) == 0:
+            return None
+        return tile, rf, timing_inputs(prob, tpl, chip, tile, ORDERS, rf)
+
+    found = _search_cache((*key, geometry_key(chip), "latency"), search)
+    if found is None:
+        return []
+    tile, rf, inputs = found
+    flat = (total_cycles_of(prob, tpl, chip, inputs) / chip.freq_hz).reshape(-1)  # order-major
     out = []
     for _, _, tiling in _picks(flat, top_k, tile, rf, tpl):
         mapping = build_mapping(prob, tpl, chip, tiling)
@@ -286,7 +351,8 @@ def map_op(
         key = (op.signature(), chip.key, name, objective, top_k)
         found = _CACHE.get(key)
         if found is None:
-            found = tuple(m for _, m in _search(prob, TEMPLATES[name], chip, objective, top_k))
+            found = tuple(m for _, m in _search(prob, TEMPLATES[name], chip, objective, top_k,
+                                                (op.signature(), name)))
             _CACHE.put(key, found)
         ranked.extend((mapping_cost(m, chip, objective), rank, m) for m in found)
     if not ranked:
@@ -300,4 +366,7 @@ def map_op(
     return best[0] if top_k == 1 else best
 
 
-__all__ = ["DATAFLOWS", "OBJECTIVES", "ORDERS", "TILEABLE", "clear_cache", "map_op", "mapping_cost"]
+__all__ = [
+    "DATAFLOWS", "OBJECTIVES", "ORDERS", "STATS", "TILEABLE", "clear_cache", "geometry_key",
+    "map_op", "mapping_cost",
+]

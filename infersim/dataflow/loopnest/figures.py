@@ -73,19 +73,39 @@ def evaluate_orders(
     return figures_of(nest_of(prob, tpl, chip), tile, orders, rf, NP)
 
 
-def total_cycles_orders(
+TimingInputs = tuple[Arr, Any, Figures, Arr]
+"""What :func:`total_cycles_of` needs of a batch of candidates: summed fold cycles, dealt DRAM
+iterations, SRAM bytes per operand of one tile, DRAM bytes. None of it depends on the DRAM
+bandwidth, the clock or the calibration: a chip that differs only in those re-times it."""
+
+
+def timing_inputs(
     prob: Problem, tpl: Template, chip: Chip, tile: Candidates, orders: Orders, rf: Candidates
-) -> Arr:
-    """The ``total_cycles`` figure of :func:`evaluate_orders` alone, shape (orders, candidates):
-    the same operations, in the same order, as the full call makes for it."""
+) -> TimingInputs:
+    """The bandwidth- and clock-independent part of :func:`total_cycles_orders`."""
     nest = nest_of(prob, tpl, chip)
     classes = tile_classes(prob, tile, NP)
     sums = all_tiles(nest, classes, rf, NP, cycles_only=True)
     reads, writes, iterations = dram_traffic(prob, classes.counts, orders, chip.cores, NP)
     dram_bytes = sum(reads[name] + writes[name] for name in OPERANDS)
     sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
-    time = _time(nest, sums["cycles"], iterations, sram, dram_bytes, NP)
+    return sums["cycles"], iterations, sram, dram_bytes
+
+
+def total_cycles_of(prob: Problem, tpl: Template, chip: Chip, inputs: TimingInputs) -> Arr:
+    """Total cycles of every candidate and order from its :func:`timing_inputs` (computed on
+    any chip of the same array, register file, SRAM and cores) on ``chip``."""
+    cycles, iterations, sram, dram_bytes = inputs
+    time = _time(nest_of(prob, tpl, chip), cycles, iterations, sram, dram_bytes, NP)
     return time["total_cycles"]  # type: ignore[no-any-return]
+
+
+def total_cycles_orders(
+    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, orders: Orders, rf: Candidates
+) -> Arr:
+    """The ``total_cycles`` figure of :func:`evaluate_orders` alone, shape (orders, candidates):
+    the same operations, in the same order, as the full call makes for it."""
+    return total_cycles_of(prob, tpl, chip, timing_inputs(prob, tpl, chip, tile, orders, rf))
 
 
 def figures_of(
