@@ -1,6 +1,7 @@
 """The dataflow commands: ``map`` (one GEMM or convolution mapped onto a chip's array, optionally
-run by the event engine) and ``scalesim`` (our per-layer figures under SCALE-Sim's column
-names, with the event engine's replay of its memory system). :func:`register` adds them."""
+run by the event engine) and ``scalesim`` (SCALE-Sim's per-layer figures as infersim predicts
+them: the event engine's replay of its memory system under its column names, the analytic
+estimate beside, its report files on request). :func:`register` adds them."""
 
 from __future__ import annotations
 
@@ -16,15 +17,19 @@ from infersim.dataflow.energy import energy
 from infersim.dataflow.loopnest import LEVELS, Mapping
 from infersim.dataflow.mapper import map_op
 from infersim.dataflow.scalesim_io import (
+    COMPUTE_REPORT_COLUMNS,
     REPORT_COLUMNS,
     ScaleSimConfig,
+    ScaleSimLayer,
     read_config,
-    read_topology,
+    read_layers,
     scalesim_report,
+    write_reports,
 )
 from infersim.errors import InfersimError
 from infersim.simulator.engines.events import simulate_mapping
 from infersim.simulator.engines.events.scalesim import simulate_layer
+from infersim.simulator.engines.events.scalesim_report import report_figures
 from infersim.units import fmt_bytes, fmt_time
 from infersim.workloads.ops import Conv2d, Gemm
 
@@ -181,18 +186,53 @@ def map_command(
         )
 
 
+ANALYTIC_COLUMNS = ("infersim analytic Total Cycles", "infersim analytic Stall Cycles")
+"""Columns of ``infersim scalesim`` holding the analytic estimate (the dataflow engine's tiling
+and DRAM model), beside SCALE-Sim's own columns, which hold the replay."""
+
+PREDICTION_COLUMN = "infersim prediction"
+"""Which engine filled SCALE-Sim's columns of a row: ``replay``, or ``analytic`` where the
+replay refuses the layer (too large, or a config feature it does not model)."""
+
 EVENT_COLUMNS = ("Event Total Cycles", "Event Stall Cycles")
-"""Columns ``infersim scalesim`` adds for USER configs: SCALE-Sim's memory system replayed by
-the event engine (:mod:`infersim.simulator.engines.events.scalesim`); None for a layer too large."""
+"""The replay's total and stall cycles under their former names (USER configs; None where the
+replay refuses the layer), kept for scripts that read them: the same as ``Total Cycles`` and
+``Stall Cycles`` of a replayed row."""
+
+TABLE_COLUMNS = ("Layer", "Total Cycles", "Stall Cycles", "Overall Util %",
+                 "Mapping Efficiency %", "Compute Util %", *ANALYTIC_COLUMNS)
 
 
-def event_columns(cfg: ScaleSimConfig, op: Gemm | Conv2d) -> dict[str, int | None]:
-    """Total and stall cycles of ``op`` with SCALE-Sim's bandwidth setting, from the replay."""
-    try:
-        res = simulate_layer(cfg, op)
-    except InfersimError:
-        return dict.fromkeys(EVENT_COLUMNS)
-    return {"Event Total Cycles": res.total_cycles, "Event Stall Cycles": res.stall_cycles}
+def scalesim_rows(cfg: ScaleSimConfig, layers: list[ScaleSimLayer]) -> tuple[
+        list[dict[str, Any]], list[dict[str, Any] | None], list[str]]:
+    """Per layer: the ``infersim scalesim`` row (SCALE-Sim's COMPUTE_REPORT columns from the
+    replay, the analytic estimate in :data:`ANALYTIC_COLUMNS`), the replay's cells of all three
+    SCALE-Sim reports (None where it refused the layer), and why it refused."""
+    analytic = scalesim_report(cfg, [layer.op for layer in layers])
+    rows: list[dict[str, Any]] = []
+    figures: list[dict[str, Any] | None] = []
+    refusals: list[str] = []
+    for i, (layer, est) in enumerate(zip(layers, analytic, strict=True)):
+        row: dict[str, Any] = {"LayerID": i, "Layer": layer.op.name}
+        try:
+            fig: dict[str, Any] | None = report_figures(
+                simulate_layer(cfg, layer.op, layer.ifmap_extent))
+        except InfersimError as exc:
+            fig = None
+            refusals.append(f"layer {i} ({layer.op.name}): {exc}")
+        if fig is not None:
+            row.update({c: fig[c] for c in COMPUTE_REPORT_COLUMNS})
+        else:
+            row.update({c: est[c] for c in REPORT_COLUMNS if c != "LayerID"})
+        row[ANALYTIC_COLUMNS[0]] = est["Total Cycles"]
+        row[ANALYTIC_COLUMNS[1]] = est["Stall Cycles"]
+        row[PREDICTION_COLUMN] = "replay" if fig is not None else "analytic"
+        if cfg.interface_bandwidth == "USER":
+            row[EVENT_COLUMNS[0]] = fig["Total Cycles"] if fig else None
+            row[EVENT_COLUMNS[1]] = fig["Stall Cycles"] if fig else None
+        rows.append(row)
+        figures.append(fig)
+    return rows, figures, refusals
 
 
 def scalesim_command(
@@ -200,37 +240,50 @@ def scalesim_command(
     topology: Annotated[Path, typer.Option(help="SCALE-Sim topology CSV")],
     gemm: Annotated[bool, typer.Option("--gemm", help="The topology is M,N,K GEMMs")] = False,
     dtype: Annotated[str, typer.Option(help="Word type: int8 or int16")] = "int8",
+    out: Annotated[Path | None, typer.Option(
+        help="Also write SCALE-Sim's COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and "
+             "DETAILED_ACCESS_REPORT.csv (its format) into OUT/<run_name>/, as its -p OUT does"
+    )] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Our per-layer figures under SCALE-Sim's COMPUTE_REPORT column names, to diff the two."""
+    """SCALE-Sim's per-layer figures predicted by infersim: its columns hold the event engine's
+    replay of its memory system, the analytic estimate has columns of its own."""
     with user_errors():
         if dtype not in ("int8", "int16"):
             raise InfersimError(f"--dtype {dtype!r}: SCALE-Sim words are int8 or int16")
         cfg = read_config(config)
-        ops = read_topology(topology, dtype, gemm=True if gemm else None)  # type: ignore[arg-type]
-        rows = scalesim_report(cfg, ops)
-        if cfg.interface_bandwidth == "USER":
-            for row, op in zip(rows, ops, strict=True):
-                row.update(event_columns(cfg, op))
+        layers = read_layers(topology, dtype, gemm=True if gemm else None)  # type: ignore[arg-type]
+        rows, figures, refusals = scalesim_rows(cfg, layers)
+        written: list[Path] = []
+        if out is not None:
+            if refusals:
+                raise InfersimError(f"--out: the replay refuses {refusals[0]}; SCALE-Sim's "
+                                    "report files need every layer replayed")
+            written = write_reports(out / cfg.run_name, [f for f in figures if f is not None])
     if as_json:
         print_json(rows)
         return
     table = Table(title=f"{topology.name} on {config.name} ({cfg.dataflow})")
-    shown = (*REPORT_COLUMNS, *EVENT_COLUMNS, "Layer")
-    columns = [c for c in rows[0] if c in shown] if rows else []
-    for col in columns:
-        table.add_column(col, justify="right")
+    headers = {"Mapping Efficiency %": "Mapping Eff. %", ANALYTIC_COLUMNS[0]: "analytic Total",
+               ANALYTIC_COLUMNS[1]: "analytic Stall"}
+    for col in TABLE_COLUMNS:
+        table.add_column(headers.get(col, col), justify="left" if col == "Layer" else "right")
     for row in rows:
-        table.add_row(
-            *(f"{row[c]:,.2f}" if isinstance(row[c], float) else str(row[c]) for c in columns)
-        )
+        cells = [f"{row[c]:,.2f}" if isinstance(row[c], float) else f"{row[c]:,}"
+                 for c in TABLE_COLUMNS[1:]]
+        mark = "" if row[PREDICTION_COLUMN] == "replay" else " *"
+        table.add_row(f"{row['Layer']}{mark}", *cells)
     console.print(table)
-    if cfg.interface_bandwidth == "USER":
-        console.print(
-            "Stall Cycles: our analytic DRAM model; Event Stall Cycles: SCALE-Sim's "
-            "double-buffered prefetch replayed by the event engine",
-            markup=False, highlight=False,
-        )
+    notes = [
+        "Total/Stall Cycles and the utilizations: SCALE-Sim's memory system replayed by the "
+        "event engine (also under Event Total Cycles / Event Stall Cycles in --json, for older "
+        "scripts); analytic (infersim analytic ... in --json): the dataflow engine's tiling "
+        "and DRAM model.",
+        *(f"* analytic instead of the replay for {r}" for r in refusals),
+        *(f"wrote {p}" for p in written),
+    ]
+    for note in notes:
+        console.print(note, markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

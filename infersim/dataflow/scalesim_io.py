@@ -1,19 +1,22 @@
-"""SCALE-Sim inputs and outputs: its config INI, its topology CSVs, and its COMPUTE_REPORT columns.
+"""SCALE-Sim inputs and outputs: its config INI, its topology CSVs, and its report files.
 
 A :class:`ScaleSimConfig` holds a SCALE-Sim v2 or v3 config (``[general]``,
 ``[architecture_presets]``, ``[run_presets]``; v3's ``[layout]`` and ``[sparsity]`` optional) and
 turns into a one-core :class:`Chip` that counts what SCALE-Sim counts: one word per MAC operand,
 one MAC per PE per cycle. :func:`read_topology` turns a topology CSV into operators, with
 SCALE-Sim's output size for convolutions (ceil((H − R + stride) / stride): a stride that does not
-divide H − R reads a last, partial window past the edge; the op is given that extent).
-:func:`scalesim_report` gives our figures per layer under SCALE-Sim's COMPUTE_REPORT names.
+divide H − R reads a last, partial window past the edge; the op is given that extent, and
+:func:`read_layers` keeps the stated one). :func:`scalesim_report` gives the analytic figures
+per layer under SCALE-Sim's COMPUTE_REPORT names; :func:`write_reports` writes SCALE-Sim's three
+report files in its exact format from figures computed elsewhere (the simulator's replay).
 
 Stall cycles: SCALE-Sim's USER-bandwidth stalls come from replaying every demand row against
 set-based double-buffered SRAMs (with its own counting quirks, e.g. a window that only slides
-forward and wraps around); no closed form reproduces them. For USER configs ``Stall Cycles`` is
-our analytic DRAM model instead, counted the way SCALE-Sim counts: the best latency tiling that
-fits the config's SRAM (double-buffered), its steady-state DRAM cycles beyond its compute cycles;
-like SCALE-Sim, the first fill (placed before cycle 0) and the final drain are left out.
+forward and wraps around); no closed form reproduces them (the event engine's SCALE-Sim replay
+does, exactly). :func:`scalesim_report`'s ``Stall Cycles`` is the analytic DRAM model: the best
+latency tiling that fits the config's SRAM (double-buffered), its steady-state DRAM cycles
+beyond its compute cycles; like SCALE-Sim, the first fill (placed before cycle 0) and the final
+drain are left out.
 
 SCALE-Sim's USER mode has three DRAM interfaces: ifmap reads at ``[layout]
 IfmapSRAMBankBandwidth``, filter reads at ``FilterSRAMBankBandwidth`` (both default to
@@ -26,6 +29,7 @@ from __future__ import annotations
 import configparser
 import csv
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,7 +81,14 @@ class ScaleSimConfig(BaseModel):
     filter_bank_bandwidth_words: float | None = Field(
         default=None, gt=0, description="[layout] FilterSRAMBankBandwidth"
     )
+    ifmap_bank_num: int = Field(default=1, ge=1, description="[layout] IfmapSRAMBankNum")
+    filter_bank_num: int = Field(default=1, ge=1, description="[layout] FilterSRAMBankNum")
+    ifmap_custom_layout: bool = Field(default=False, description="[layout] IfmapCustomLayout")
+    filter_custom_layout: bool = Field(default=False, description="[layout] FilterCustomLayout")
     sparsity_support: bool = Field(default=False, description="[sparsity] SparsitySupport")
+    use_ramulator_trace: bool = Field(
+        default=False, description="[run_presets] UseRamulatorTrace"
+    )
 
     @property
     def sram_words(self) -> int:
@@ -132,7 +143,7 @@ class ScaleSimConfig(BaseModel):
         )
 
     def to_ini(self) -> str:
-        """This config as a SCALE-Sim v3 INI text (layout off, sparsity off)."""
+        """This config as a SCALE-Sim v3 INI text (sparsity's own settings at their defaults)."""
         bandwidth = self.bandwidth_words_per_cycle
         ifmap_bank = self.ifmap_bank_bandwidth_words or bandwidth or 10
         filter_bank = self.filter_bank_bandwidth_words or bandwidth or 10
@@ -155,13 +166,13 @@ class ScaleSimConfig(BaseModel):
             f"WriteRequestBuffer = {self.write_request_buffer or 32}",
             "",
             "[layout]",
-            "IfmapCustomLayout = False",
+            f"IfmapCustomLayout = {self.ifmap_custom_layout}",
             f"IfmapSRAMBankBandwidth = {ifmap_bank:g}",
-            "IfmapSRAMBankNum = 1",
+            f"IfmapSRAMBankNum = {self.ifmap_bank_num}",
             "IfmapSRAMBankPort = 2",
-            "FilterCustomLayout = False",
+            f"FilterCustomLayout = {self.filter_custom_layout}",
             f"FilterSRAMBankBandwidth = {filter_bank:g}",
-            "FilterSRAMBankNum = 1",
+            f"FilterSRAMBankNum = {self.filter_bank_num}",
             "FilterSRAMBankPort = 2",
             "",
             "[sparsity]",
@@ -173,7 +184,7 @@ class ScaleSimConfig(BaseModel):
             "",
             "[run_presets]",
             f"InterfaceBandwidth = {self.interface_bandwidth}",
-            "UseRamulatorTrace = False",
+            f"UseRamulatorTrace = {self.use_ramulator_trace}",
         ]
         return "\n".join(lines) + "\n"
 
@@ -198,7 +209,12 @@ _FIELDS: tuple[tuple[str, str, str, bool], ...] = (
     ("architecture_presets", "WriteRequestBuffer", "write_request_buffer", False),
     ("layout", "IfmapSRAMBankBandwidth", "ifmap_bank_bandwidth_words", False),
     ("layout", "FilterSRAMBankBandwidth", "filter_bank_bandwidth_words", False),
+    ("layout", "IfmapSRAMBankNum", "ifmap_bank_num", False),
+    ("layout", "FilterSRAMBankNum", "filter_bank_num", False),
+    ("layout", "IfmapCustomLayout", "ifmap_custom_layout", False),
+    ("layout", "FilterCustomLayout", "filter_custom_layout", False),
     ("sparsity", "SparsitySupport", "sparsity_support", False),
+    ("run_presets", "UseRamulatorTrace", "use_ramulator_trace", False),
     ("run_presets", "InterfaceBandwidth", "interface_bandwidth", True),
 )
 
@@ -298,9 +314,26 @@ def _cells(row: list[str]) -> list[str]:
     return cells
 
 
+@dataclass(frozen=True)
+class ScaleSimLayer:
+    """One topology layer: its operator, and for a convolution the ifmap (height, width) the
+    topology states (the op reads ``kernel + (out − 1)·stride``, which is more when the stride
+    does not divide H − R: SCALE-Sim's addresses keep the stated width)."""
+
+    op: Gemm | Conv2d
+    ifmap_extent: tuple[int, int] | None = None
+
+
 def read_topology(
     path: str | Path, dtype: ScaleSimDtype = "int8", gemm: bool | None = None
 ) -> list[Gemm | Conv2d]:
+    """The operators of :func:`read_layers` (see there)."""
+    return [layer.op for layer in read_layers(path, dtype, gemm)]
+
+
+def read_layers(
+    path: str | Path, dtype: ScaleSimDtype = "int8", gemm: bool | None = None
+) -> list[ScaleSimLayer]:
     """The layers of a SCALE-Sim topology CSV as named operators of ``dtype``.
 
     GEMM files have the columns ``Layer, M, N, K`` (C[M,N] = A[M,K]·B[K,N]); convolution files
@@ -329,7 +362,7 @@ def read_topology(
             f"{path}:{header_line}: header has {len(header)} columns; expected "
             f"'Layer, {', '.join(columns)}' (and an optional sparsity ratio)"
         )
-    ops: list[Gemm | Conv2d] = []
+    ops: list[ScaleSimLayer] = []
     for number, cells in rows[1:]:
         name = cells[0]
         if len(cells) - 1 not in (len(columns), len(columns) + 1):
@@ -363,12 +396,12 @@ def read_topology(
 
 def _layer_ops(
     name: str, v: dict[str, int], is_gemm: bool, dtype: ScaleSimDtype
-) -> list[Gemm | Conv2d]:
+) -> list[ScaleSimLayer]:
     if is_gemm:
         gemm = Gemm(
             name=name, m=v["M"], n=v["N"], k=v["K"], a_dtype=dtype, b_dtype=dtype, out_dtype=dtype
         )
-        return [gemm]
+        return [ScaleSimLayer(gemm)]
     h, w, r, s, stride = (
         v["IFMAP Height"],
         v["IFMAP Width"],
@@ -394,8 +427,11 @@ def _layer_ops(
         "out_dtype": dtype,
     }
     if not depthwise:
-        return [Conv2d(name=name, **conv)]
-    return [Conv2d(name=f"{name}Channel_{i}", **conv) for i in range(v["Channels"])]
+        return [ScaleSimLayer(Conv2d(name=name, **conv), (h, w))]
+    return [
+        ScaleSimLayer(Conv2d(name=f"{name}Channel_{i}", **conv), (h, w))
+        for i in range(v["Channels"])
+    ]
 
 
 def topology_csv(layers: list[Gemm | Conv2d]) -> str:
@@ -500,3 +536,55 @@ def scalesim_report(cfg: ScaleSimConfig, ops: list[Gemm | Conv2d]) -> list[dict[
             }
         )
     return out
+
+
+# --- SCALE-Sim's own report files -------------------------------------------------------------
+
+COMPUTE_REPORT_COLUMNS: tuple[str, ...] = (
+    "Total Cycles (incl. prefetch)",
+    "Total Cycles",
+    "Stall Cycles",
+    "Overall Util %",
+    "Mapping Efficiency %",
+    "Compute Util %",
+)
+BANDWIDTH_REPORT_COLUMNS: tuple[str, ...] = tuple(
+    f"Avg {operand} {level} BW" for level in ("SRAM", "DRAM") for operand in ("IFMAP", "FILTER",
+                                                                               "OFMAP")
+)
+DETAILED_ACCESS_REPORT_COLUMNS: tuple[str, ...] = tuple(
+    f"{level} {operand} {what}"
+    for level in ("SRAM", "DRAM")
+    for operand, count in (("IFMAP", "Reads"), ("Filter", "Reads"), ("OFMAP", "Writes"))
+    for what in ("Start Cycle", "Stop Cycle", count)
+)
+REPORT_FILES: dict[str, tuple[str, ...]] = {
+    "COMPUTE_REPORT.csv": COMPUTE_REPORT_COLUMNS,
+    "BANDWIDTH_REPORT.csv": BANDWIDTH_REPORT_COLUMNS,
+    "DETAILED_ACCESS_REPORT.csv": DETAILED_ACCESS_REPORT_COLUMNS,
+}
+"""SCALE-Sim 3.0.0's report files (dense layers) and their columns after ``LayerID``."""
+
+
+def report_text(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> str:
+    """A report file's text exactly as SCALE-Sim writes it (``simulator.generate_reports``):
+    ``, ``-separated cells, each line ending in ``,``; values printed with ``str`` (ints as
+    ints, cycles SCALE-Sim keeps as floats given as floats)."""
+    lines = [", ".join(("LayerID", *columns)) + ","]
+    lines += [", ".join([str(i), *(str(row[c]) for c in columns)]) + "," for i, row in
+              enumerate(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(folder: str | Path, rows: list[dict[str, Any]]) -> list[Path]:
+    """Write COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and DETAILED_ACCESS_REPORT.csv into
+    ``folder`` (created), one line per layer from ``rows`` (dicts holding every column of
+    :data:`REPORT_FILES`); the paths written."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, columns in REPORT_FILES.items():
+        path = folder / name
+        path.write_text(report_text(columns, rows))
+        paths.append(path)
+    return paths

@@ -8,7 +8,14 @@ import pytest
 from dataflow_helpers import SCALESIM_V2_CFG
 
 from infersim.dataflow import REPORT_COLUMNS, read_config, read_topology, scalesim_report
-from infersim.dataflow.scalesim_io import scalesim_out_size
+from infersim.dataflow.scalesim_io import (
+    COMPUTE_REPORT_COLUMNS,
+    REPORT_FILES,
+    read_layers,
+    report_text,
+    scalesim_out_size,
+    write_reports,
+)
 from infersim.errors import ConfigError
 from infersim.workloads.ops import Conv2d, Gemm
 
@@ -177,3 +184,59 @@ def test_user_report_adds_analytic_stalls(tmp_path: Path) -> None:
     compute = 64 * 32 * (2 * 8 + 16 + 1 - 2) - 1  # WS folds × (2R + C + T − 2) − 1
     assert row["Total Cycles"] == compute + row["Stall Cycles"]
     assert row["Overall Util %"] == pytest.approx(100 * 512 * 512 / (row["Total Cycles"] * 128))
+
+
+def test_reads_the_layout_and_run_flags_the_replay_checks(tmp_path: Path) -> None:
+    cfg = read_config(write(tmp_path, "v3.cfg", V3_USER))
+    assert (cfg.ifmap_bank_num, cfg.filter_bank_num) == (1, 1)
+    assert not (cfg.ifmap_custom_layout or cfg.filter_custom_layout or cfg.use_ramulator_trace)
+    text = (V3_USER.replace("IfmapSRAMBankNum = 1", "IfmapSRAMBankNum = 10")
+            .replace("FilterCustomLayout = False", "FilterCustomLayout = True")
+            .replace("UseRamulatorTrace = False", "UseRamulatorTrace = True"))
+    cfg = read_config(write(tmp_path, "v3b.cfg", text))
+    assert (cfg.ifmap_bank_num, cfg.filter_custom_layout, cfg.use_ramulator_trace) == (
+        10, True, True)
+    assert read_config(write(tmp_path, "again.cfg", cfg.to_ini())) == cfg.model_copy(
+        update={"run_name": cfg.run_name})
+
+
+def test_read_layers_keeps_the_stated_ifmap_extent(tmp_path: Path) -> None:
+    """A stride that does not divide H − R: the op reads past the edge (27 rows for 24 stated),
+    the layer keeps the topology's 24 × 24 for SCALE-Sim's addresses."""
+    conv = write(
+        tmp_path, "c.csv",
+        "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
+        "Num Filter, Strides,\nc, 24, 24, 7, 7, 3, 40, 4,\n",
+    )
+    [layer] = read_layers(conv)
+    assert isinstance(layer.op, Conv2d)
+    assert (layer.op.in_h, layer.op.out_h, layer.ifmap_extent) == (27, 6, (24, 24))
+    gemm = write(tmp_path, "g.csv", "Layer, M, N, K,\nfc, 1, 10, 40,\n")
+    assert read_layers(gemm)[0].ifmap_extent is None
+
+
+def test_report_files_have_scalesim_headers_and_format(tmp_path: Path) -> None:
+    """The header lines SCALE-Sim 3.0.0 writes (``simulator.generate_reports``), cells joined
+    by ", ", every line ending in ","; values printed as ``str`` gives them."""
+    row = {c: 0 for cols in REPORT_FILES.values() for c in cols}
+    row.update({"Total Cycles": 2327, "Overall Util %": 13.18422324881822,
+                "SRAM IFMAP Start Cycle": 9.0, "DRAM IFMAP Start Cycle": -306.0})
+    paths = write_reports(tmp_path / "run", [row, row])
+    assert [p.name for p in paths] == list(REPORT_FILES)
+    compute = (tmp_path / "run" / "COMPUTE_REPORT.csv").read_text().splitlines()
+    assert compute[0] == ("LayerID, Total Cycles (incl. prefetch), Total Cycles, Stall Cycles, "
+                          "Overall Util %, Mapping Efficiency %, Compute Util %,")
+    assert compute[2] == "1, 0, 2327, 0, 13.18422324881822, 0, 0,"
+    bandwidth = (tmp_path / "run" / "BANDWIDTH_REPORT.csv").read_text().splitlines()[0]
+    assert bandwidth == ("LayerID, Avg IFMAP SRAM BW, Avg FILTER SRAM BW, Avg OFMAP SRAM BW, "
+                         "Avg IFMAP DRAM BW, Avg FILTER DRAM BW, Avg OFMAP DRAM BW,")
+    detail = (tmp_path / "run" / "DETAILED_ACCESS_REPORT.csv").read_text().splitlines()
+    assert detail[0] == (
+        "LayerID, SRAM IFMAP Start Cycle, SRAM IFMAP Stop Cycle, SRAM IFMAP Reads, "
+        "SRAM Filter Start Cycle, SRAM Filter Stop Cycle, SRAM Filter Reads, "
+        "SRAM OFMAP Start Cycle, SRAM OFMAP Stop Cycle, SRAM OFMAP Writes, "
+        "DRAM IFMAP Start Cycle, DRAM IFMAP Stop Cycle, DRAM IFMAP Reads, "
+        "DRAM Filter Start Cycle, DRAM Filter Stop Cycle, DRAM Filter Reads, "
+        "DRAM OFMAP Start Cycle, DRAM OFMAP Stop Cycle, DRAM OFMAP Writes,")
+    assert detail[1].startswith("0, 9.0, 0, 0, ") and ", -306.0, " in detail[1]
+    assert report_text(COMPUTE_REPORT_COLUMNS, []) == compute[0] + "\n"

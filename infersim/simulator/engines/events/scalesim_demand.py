@@ -10,6 +10,7 @@ order in which an operand's SRAM is filled from DRAM.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -23,8 +24,15 @@ FILTER_OFFSET, OFMAP_OFFSET = 10_000_000, 20_000_000
 """SCALE-Sim's default word offsets of the filter and ofmap address spaces."""
 
 
-def operands(op: Gemm | Conv2d) -> tuple[Ints, Ints, Ints]:
-    """Address matrices as SCALE-Sim builds them: ifmap (M × K), filter (K × N), ofmap (M × N)."""
+def operands(op: Gemm | Conv2d,
+             ifmap_extent: tuple[int, int] | None = None) -> tuple[Ints, Ints, Ints]:
+    """Address matrices as SCALE-Sim builds them: ifmap (M × K), filter (K × N), ofmap (M × N).
+
+    ``ifmap_extent`` is a convolution's ifmap (height, width) as its topology states it: with a
+    stride that does not divide H − R, SCALE-Sim's last window reaches past the edge, and those
+    words are idle (−1) and absent from the prefetch order, while the image rows keep the stated
+    width. Without it the op's own (padded) extent is used.
+    """
     if isinstance(op, Gemm):
         if op.batch != 1:
             raise InfersimError(f"gemm {op.name!r}: SCALE-Sim layers have batch 1")
@@ -35,6 +43,13 @@ def operands(op: Gemm | Conv2d) -> tuple[Ints, Ints, Ints]:
         h, w = op.in_h + 2 * op.padding, op.in_w + 2 * op.padding
         r, s, c, nf, stride = op.kernel_h, op.kernel_w, op.in_channels, op.out_channels, op.stride
         e, f = op.out_h, op.out_w
+        if ifmap_extent is not None:
+            h, w = ifmap_extent
+            out = (math.ceil((h - r + stride) / stride), math.ceil((w - s + stride) / stride))
+            if out != (e, f):
+                raise InfersimError(
+                    f"conv {op.name!r}: ifmap extent {h}x{w} does not give its {e}x{f} output"
+                )
     m, k = e * f, r * s * c
     i, j = np.meshgrid(np.arange(m), np.arange(k), indexing="ij")
     orow, ocol = np.divmod(i, f)
@@ -55,10 +70,10 @@ def _pad(a: Ints, rows: int, cols: int) -> Ints:
 
 
 def _skew(a: Ints) -> Ints:
+    """Column ``j`` moved down by ``j`` rows (the systolic pipeline fill)."""
     rows, cols = a.shape
     out = np.full((rows + cols - 1, cols), -1, dtype=np.int64)
-    for col in range(cols):
-        out[col : col + rows, col] = a[:, col]
+    out[np.arange(rows)[:, None] + np.arange(cols), np.arange(cols)] = a
     return out
 
 
@@ -132,3 +147,38 @@ def demand_rows(df: str, rows: int, cols: int, m: int, k: int, n: int) -> int:
     across, down, t = {"ws": (k, n, m), "os": (m, n, k), "is": (k, m, n)}[df]
     overhead = rows + cols - 2 if df == "os" else 2 * rows + cols - 2
     return math.ceil(across / rows) * math.ceil(down / cols) * (overhead + t)
+
+
+@dataclass(frozen=True)
+class FoldFigures:
+    """SCALE-Sim's compute-side counters of one layer (``systolic_compute_*``): SRAM words
+    demanded (its counts: whole fold slices, past-the-edge words included; OS adds R + C per
+    fold to the ofmap writes) and the per-fold mean mapping efficiency and compute utilization
+    (fractions, summed in its fold order so that the floats are its own)."""
+
+    ifmap_reads: int
+    filter_reads: int
+    ofmap_writes: int
+    mapping_efficiency: float
+    compute_utilization: float
+
+
+def fold_figures(df: str, rows: int, cols: int, m: int, k: int, n: int) -> FoldFigures:
+    """:class:`FoldFigures` of an M × K × N layer on a ``rows × cols`` array."""
+    across, down, t = {"ws": (k, n, m), "os": (m, n, k), "is": (k, m, n)}[df]
+    row_folds, col_folds = math.ceil(across / rows), math.ceil(down / cols)
+    cycles = rows + cols + t - 2 if df == "os" else 2 * rows + 2 * cols + t - 3
+    pes = rows * cols
+    eff: list[float] = []
+    util: list[float] = []
+    for fc in range(col_folds):
+        for fr in range(row_folds):
+            used = min(rows, across - fr * rows) * min(cols, down - fc * cols)
+            eff.append(used / pes)
+            util.append(used * t / (pes * cycles))
+    reads = {
+        "ws": (col_folds * m * k, k * n, row_folds * m * n),
+        "os": (col_folds * k * m, row_folds * k * n, m * n + len(eff) * (rows + cols)),
+        "is": (k * m, col_folds * n * k, row_folds * n * m),
+    }[df]
+    return FoldFigures(*reads, sum(eff) / len(eff), sum(util) / len(util))
