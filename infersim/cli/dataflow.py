@@ -6,32 +6,22 @@ estimate beside, its report files on request). :func:`register` adds them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from infersim.arch_models import Chip, load_chip
 from infersim.cli.common import ChipOpt, JsonOpt, console, print_json, user_errors
-from infersim.dataflow.energy import energy
-from infersim.dataflow.loopnest import LEVELS, Mapping
-from infersim.dataflow.mapper import map_op
-from infersim.dataflow.scalesim_io import (
-    COMPUTE_REPORT_COLUMNS,
-    REPORT_COLUMNS,
-    ScaleSimConfig,
-    ScaleSimLayer,
-    read_config,
-    read_layers,
-    scalesim_report,
-    write_reports,
-)
 from infersim.errors import InfersimError
-from infersim.simulator.engines.events import simulate_mapping
-from infersim.simulator.engines.events.scalesim import simulate_layer
-from infersim.simulator.engines.events.scalesim_report import report_figures
 from infersim.units import fmt_bytes, fmt_time
-from infersim.workloads.ops import Conv2d, Gemm
+
+if TYPE_CHECKING:  # imported by the commands that use them (a fast start)
+    from infersim.arch_models import Chip
+    from infersim.dataflow.loopnest import Mapping
+    from infersim.dataflow.scalesim_io import ScaleSimConfig, ScaleSimLayer
+    from infersim.workloads.ops import Conv2d, Gemm
+
+    pass
 
 
 def _ints(text: str, names: tuple[str, ...], flag: str) -> list[int]:
@@ -44,6 +34,8 @@ def _ints(text: str, names: tuple[str, ...], flag: str) -> list[int]:
 
 
 def _op(gemm: str | None, conv: str | None, dtype: str, batch: int) -> Gemm | Conv2d:
+    from infersim.workloads.ops import Conv2d, Gemm
+
     if (gemm is None) == (conv is None):
         raise InfersimError("give exactly one of --gemm M,K,N or --conv H,W,R,S,C,K,STRIDE")
     if gemm is not None:
@@ -80,6 +72,8 @@ ENGINES = ("analytic", "events")
 def events_document(op: Gemm | Conv2d, chip: Chip, mapping: Mapping) -> dict[str, Any]:
     """The event engine's run of ``mapping`` (cores fed straight from DRAM): total cycles,
     time, stalls (cycles, means over the cores used), waves and what was simulated."""
+    from infersim.simulator.engines.events import simulate_mapping
+
     cycles, timeline = simulate_mapping(op, chip, mapping)
     st = timeline.stats
     return {
@@ -100,12 +94,18 @@ def events_document(op: Gemm | Conv2d, chip: Chip, mapping: Mapping) -> dict[str
 def _events_rows(ev: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         ("events: total cycles", f"{ev['total_cycles']:,.0f} ({fmt_time(ev['time_s'])})"),
-        ("events: stalls (compute / DMA)",
-         f"{ev['compute_stall_cycles']:,.0f} / {ev['dma_stall_cycles']:,.0f} cycles"),
-        ("events: waves, core groups",
-         f"{ev['waves']} waves on {ev['cores_used']} cores, {ev['core_groups']} groups"),
-        ("events: simulated", f"{ev['blocks']:,} blocks of {ev['tiles']:,} tiles, "
-                              f"{ev['events']:,} events"),
+        (
+            "events: stalls (compute / DMA)",
+            f"{ev['compute_stall_cycles']:,.0f} / {ev['dma_stall_cycles']:,.0f} cycles",
+        ),
+        (
+            "events: waves, core groups",
+            f"{ev['waves']} waves on {ev['cores_used']} cores, {ev['core_groups']} groups",
+        ),
+        (
+            "events: simulated",
+            f"{ev['blocks']:,} blocks of {ev['tiles']:,} tiles, {ev['events']:,} events",
+        ),
     ]
 
 
@@ -124,6 +124,11 @@ def map_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Map one GEMM or convolution onto a chip's array: loop nest, traffic, cycles, energy."""
+    from infersim.arch_models import load_chip
+    from infersim.dataflow.energy import energy
+    from infersim.dataflow.loopnest import LEVELS
+    from infersim.dataflow.mapper import map_op
+
     with user_errors():
         if engine not in ENGINES:
             raise InfersimError(f"--engine {engine!r}: allowed: {', '.join(ENGINES)}")
@@ -199,15 +204,31 @@ EVENT_COLUMNS = ("Event Total Cycles", "Event Stall Cycles")
 replay refuses the layer), kept for scripts that read them: the same as ``Total Cycles`` and
 ``Stall Cycles`` of a replayed row."""
 
-TABLE_COLUMNS = ("Layer", "Total Cycles", "Stall Cycles", "Overall Util %",
-                 "Mapping Efficiency %", "Compute Util %", *ANALYTIC_COLUMNS)
+TABLE_COLUMNS = (
+    "Layer",
+    "Total Cycles",
+    "Stall Cycles",
+    "Overall Util %",
+    "Mapping Efficiency %",
+    "Compute Util %",
+    *ANALYTIC_COLUMNS,
+)
 
 
-def scalesim_rows(cfg: ScaleSimConfig, layers: list[ScaleSimLayer]) -> tuple[
-        list[dict[str, Any]], list[dict[str, Any] | None], list[str]]:
+def scalesim_rows(
+    cfg: ScaleSimConfig, layers: list[ScaleSimLayer]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None], list[str]]:
     """Per layer: the ``infersim scalesim`` row (SCALE-Sim's COMPUTE_REPORT columns from the
     replay, the analytic estimate in :data:`ANALYTIC_COLUMNS`), the replay's cells of all three
     SCALE-Sim reports (None where it refused the layer), and why it refused."""
+    from infersim.dataflow.scalesim_io import (
+        COMPUTE_REPORT_COLUMNS,
+        REPORT_COLUMNS,
+        scalesim_report,
+    )
+    from infersim.simulator.engines.events.scalesim import simulate_layer
+    from infersim.simulator.engines.events.scalesim_report import report_figures
+
     analytic = scalesim_report(cfg, [layer.op for layer in layers])
     rows: list[dict[str, Any]] = []
     figures: list[dict[str, Any] | None] = []
@@ -216,7 +237,8 @@ def scalesim_rows(cfg: ScaleSimConfig, layers: list[ScaleSimLayer]) -> tuple[
         row: dict[str, Any] = {"LayerID": i, "Layer": layer.op.name}
         try:
             fig: dict[str, Any] | None = report_figures(
-                simulate_layer(cfg, layer.op, layer.ifmap_extent))
+                simulate_layer(cfg, layer.op, layer.ifmap_extent)
+            )
         except InfersimError as exc:
             fig = None
             refusals.append(f"layer {i} ({layer.op.name}): {exc}")
@@ -240,14 +262,19 @@ def scalesim_command(
     topology: Annotated[Path, typer.Option(help="SCALE-Sim topology CSV")],
     gemm: Annotated[bool, typer.Option("--gemm", help="The topology is M,N,K GEMMs")] = False,
     dtype: Annotated[str, typer.Option(help="Word type: int8 or int16")] = "int8",
-    out: Annotated[Path | None, typer.Option(
-        help="Also write SCALE-Sim's COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and "
-             "DETAILED_ACCESS_REPORT.csv (its format) into OUT/<run_name>/, as its -p OUT does"
-    )] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write SCALE-Sim's COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and "
+            "DETAILED_ACCESS_REPORT.csv (its format) into OUT/<run_name>/, as its -p OUT does"
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """SCALE-Sim's per-layer figures predicted by infersim: its columns hold the event engine's
     replay of its memory system, the analytic estimate has columns of its own."""
+    from infersim.dataflow.scalesim_io import read_config, read_layers, write_reports
+
     with user_errors():
         if dtype not in ("int8", "int16"):
             raise InfersimError(f"--dtype {dtype!r}: SCALE-Sim words are int8 or int16")
@@ -257,20 +284,27 @@ def scalesim_command(
         written: list[Path] = []
         if out is not None:
             if refusals:
-                raise InfersimError(f"--out: the replay refuses {refusals[0]}; SCALE-Sim's "
-                                    "report files need every layer replayed")
+                raise InfersimError(
+                    f"--out: the replay refuses {refusals[0]}; SCALE-Sim's "
+                    "report files need every layer replayed"
+                )
             written = write_reports(out / cfg.run_name, [f for f in figures if f is not None])
     if as_json:
         print_json(rows)
         return
     table = Table(title=f"{topology.name} on {config.name} ({cfg.dataflow})")
-    headers = {"Mapping Efficiency %": "Mapping Eff. %", ANALYTIC_COLUMNS[0]: "analytic Total",
-               ANALYTIC_COLUMNS[1]: "analytic Stall"}
+    headers = {
+        "Mapping Efficiency %": "Mapping Eff. %",
+        ANALYTIC_COLUMNS[0]: "analytic Total",
+        ANALYTIC_COLUMNS[1]: "analytic Stall",
+    }
     for col in TABLE_COLUMNS:
         table.add_column(headers.get(col, col), justify="left" if col == "Layer" else "right")
     for row in rows:
-        cells = [f"{row[c]:,.2f}" if isinstance(row[c], float) else f"{row[c]:,}"
-                 for c in TABLE_COLUMNS[1:]]
+        cells = [
+            f"{row[c]:,.2f}" if isinstance(row[c], float) else f"{row[c]:,}"
+            for c in TABLE_COLUMNS[1:]
+        ]
         mark = "" if row[PREDICTION_COLUMN] == "replay" else " *"
         table.add_row(f"{row['Layer']}{mark}", *cells)
     console.print(table)
