@@ -10,8 +10,9 @@ Public API::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from infersim import lazy
 
 if TYPE_CHECKING:
     from infersim.arch_models import Chip, list_chips, load_chip
@@ -41,12 +42,7 @@ _PUBLIC: dict[str, str] = {
 ``import infersim.<layer>`` (and the CLI's start) pays only for what it uses."""
 
 
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'infersim' has no attribute {name!r}")
+__getattr__ = lazy.attributes("infersim", globals(), _PUBLIC)
 
 
 def __dir__() -> list[str]:

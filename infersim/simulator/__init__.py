@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from infersim import lazy
 
 if TYPE_CHECKING:
     from infersim.simulator.inference import ENGINES, cost_ops, simulate, simulate_ops
@@ -27,12 +28,7 @@ _PUBLIC: dict[str, str] = {
 """Public name -> defining module, imported on first use (PEP 562)."""
 
 
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'infersim.simulator' has no attribute {name!r}")
+__getattr__ = lazy.attributes("infersim.simulator", globals(), _PUBLIC)
 
 
 __all__ = ["ENGINES", "MemoryReport", "OpCost", "PhaseCost", "cost_ops", "simulate", "simulate_ops"]
