@@ -3,8 +3,8 @@
 Storage and compute are different questions: ``fp8_e5m2`` is stored in 8 bits and computed on
 the units rated for ``fp8``; a chip lists MAC rates per compute class. Block-scaled formats
 count their scales in ``bits`` (MXFP4: 4-bit values + one 8-bit scale per 32 = 4.25 bits).
-Storage-only formats (GGUF k-quants, grouped int4, 3-bit) have no compute class: weights in
-them are dequantized and multiplied at the activation dtype.
+Storage-only formats (GGUF legacy, k- and i-quants, grouped int4, 3-bit) have no compute class:
+weights in them are dequantized and multiplied at the activation dtype.
 """
 
 from __future__ import annotations
@@ -41,6 +41,48 @@ class DTypeInfo:
 
 
 _LLAMA_CPP = "llama.cpp tools/quantize/README.md, bits per weight measured on Llama 2 7B"
+_MIX = (
+    "llama-quantize mix on Llama-3-8B shapes (infersim.workloads.gguf: tensor bytes x 8 / "
+    "8.03e9 weights; llama.cpp tools/quantize/README.md measures the same on Llama-3.1-8B)"
+)
+_MIX_UNLISTED = (
+    "llama-quantize mix on Llama-3-8B shapes (infersim.workloads.gguf: tensor bytes x 8 / "
+    "8.03e9 weights)"
+)
+
+_GGUF: dict[str, DTypeInfo] = {
+    # llama-quantize presets: the average over all tensors of one model, so a few tenths of a
+    # bit depend on the model (the LM head and embedding are a larger share of small models).
+    "q8_0": DTypeInfo(8.5, None, False, "ggml block_q8_0: 32 int8 + fp16 scale"),
+    "q6_k": DTypeInfo(6.56, None, False, _LLAMA_CPP),
+    "q5_k_m": DTypeInfo(5.68, None, False, _LLAMA_CPP),
+    "q5_k_s": DTypeInfo(5.52, None, False, _LLAMA_CPP),
+    "q4_k_m": DTypeInfo(4.84, None, False, _LLAMA_CPP),
+    "q4_k_s": DTypeInfo(4.58, None, False, _LLAMA_CPP),
+    "q4_0": DTypeInfo(4.5, None, False, "ggml block_q4_0: 32 4-bit + fp16 scale"),
+    "q3_k_l": DTypeInfo(4.27, None, False, _LLAMA_CPP),
+    "q3_k_m": DTypeInfo(3.91, None, False, _LLAMA_CPP),
+    "q3_k_s": DTypeInfo(3.50, None, False, _LLAMA_CPP),
+    "q2_k": DTypeInfo(3.35, None, False, _LLAMA_CPP),
+    "q4_1": DTypeInfo(5.10, None, False, _MIX_UNLISTED),
+    "q5_0": DTypeInfo(5.57, None, False, _MIX_UNLISTED),
+    "q5_1": DTypeInfo(6.04, None, False, _MIX_UNLISTED),
+    "q2_k_s": DTypeInfo(2.97, None, False, _MIX),
+    "iq1_s": DTypeInfo(2.00, None, False, _MIX),
+    "iq1_m": DTypeInfo(2.15, None, False, _MIX),
+    "iq2_xxs": DTypeInfo(2.38, None, False, _MIX),
+    "iq2_xs": DTypeInfo(2.59, None, False, _MIX),
+    "iq2_s": DTypeInfo(2.74, None, False, _MIX),
+    "iq2_m": DTypeInfo(2.93, None, False, _MIX),
+    "iq3_xxs": DTypeInfo(3.25, None, False, _MIX),
+    "iq3_xs": DTypeInfo(3.50, None, False, _MIX),
+    "iq3_s": DTypeInfo(3.66, None, False, _MIX),
+    "iq3_m": DTypeInfo(3.76, None, False, _MIX),
+    "iq4_nl": DTypeInfo(4.68, None, False, _MIX),
+    "iq4_xs": DTypeInfo(4.46, None, False, _MIX),
+    "tq1_0": DTypeInfo(2.19, None, False, _MIX_UNLISTED),
+    "tq2_0": DTypeInfo(2.52, None, False, _MIX_UNLISTED),
+}
 
 _INFO: dict[str, DTypeInfo] = {
     "fp32": DTypeInfo(32, "fp32", True),
@@ -59,23 +101,16 @@ _INFO: dict[str, DTypeInfo] = {
         4 + (16 + 4) / 128, None, False, "GPTQ/AWQ: fp16 scale + 4-bit zero point per 128"
     ),
     "int3": DTypeInfo(3, None, False, "3-bit KV-cache quantization (scales not counted)"),
-    "q8_0": DTypeInfo(8.5, None, False, "ggml block_q8_0: 32 int8 + fp16 scale"),
-    "q6_k": DTypeInfo(6.56, None, False, _LLAMA_CPP),
-    "q5_k_m": DTypeInfo(5.68, None, False, _LLAMA_CPP),
-    "q5_k_s": DTypeInfo(5.52, None, False, _LLAMA_CPP),
-    "q4_k_m": DTypeInfo(4.84, None, False, _LLAMA_CPP),
-    "q4_k_s": DTypeInfo(4.58, None, False, _LLAMA_CPP),
-    "q4_0": DTypeInfo(4.5, None, False, "ggml block_q4_0: 32 4-bit + fp16 scale"),
-    "q3_k_l": DTypeInfo(4.27, None, False, _LLAMA_CPP),
-    "q3_k_m": DTypeInfo(3.91, None, False, _LLAMA_CPP),
-    "q3_k_s": DTypeInfo(3.50, None, False, _LLAMA_CPP),
-    "q2_k": DTypeInfo(3.35, None, False, _LLAMA_CPP),
+    **_GGUF,
 }
 
 DTYPES: tuple[str, ...] = tuple(_INFO)
 """Every format infersim knows, canonical names."""
 
-GGUF_FORMATS: tuple[str, ...] = tuple(n for n in _INFO if n.startswith("q"))
+GGUF_FORMATS: tuple[str, ...] = tuple(_GGUF)
+"""Names of the GGUF weight formats (``llama-quantize`` presets, lower case); each is
+storage-only, its ``bits`` the preset's average (per-tensor mixes:
+:mod:`infersim.workloads.gguf`)."""
 
 ALIASES: dict[str, str] = {
     "fp8": "fp8_e4m3",

@@ -5,17 +5,26 @@ layer's simulation. The embedding gather and the LM head are included; the LM he
 last token of each sequence only (what serving engines do). :class:`GraphOptions` carries the
 graph-level techniques: KV cache on/off, FlashAttention vs naive, fused epilogues, sparse
 weights, tensor-parallel sharding and multi-token decode (speculative verification).
+
+When the weights dtype is a GGUF preset (:data:`infersim.dtypes.GGUF_FORMATS`), each weight GEMM
+stores its role's own bits per weight (``Gemm.weight_bits``) from the preset's per-tensor mix on
+this model, or from the checkpoint's mix for a model read from a GGUF file of that preset, and
+:func:`weights_bytes` counts the mix tensor by tensor.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from infersim import dtypes
+from infersim.workloads.gguf.presets import tensor_types
+from infersim.workloads.gguf.tensors import RoleMix, role_mix
 from infersim.workloads.models import ModelConfig
 from infersim.workloads.ops import (
     Attention,
@@ -27,6 +36,7 @@ from infersim.workloads.ops import (
     OpBase,
     Softmax,
     Sparsity,
+    sparse_bits,
     stored_bits,
 )
 from infersim.workloads.scenario import Precision, Scenario
@@ -36,6 +46,9 @@ ACTIVATION_FLOPS = {"gated": 5.0, "plain": 8.0}
 
 ROPE_FLOPS_PER_ELEMENT = 3.0
 """Rotary embedding: two multiplies and an add per element."""
+
+_QKV = "attn_qkv"
+"""The weight role of every attention input projection (Q/K/V; MLA's q, kv_a, kv_b)."""
 
 
 class GraphOptions(BaseModel):
@@ -65,6 +78,37 @@ def expected_experts_hit(experts: int, top_k: int, tokens: int) -> float:
 
 def _shard(size: int, tp: int) -> int:
     return max(1, math.ceil(size / tp))
+
+
+@lru_cache(maxsize=64)
+def _gguf_mix(model: ModelConfig, preset: str) -> tuple[Mapping[str, RoleMix], float]:
+    """The weight roles of ``model``'s tensors under the GGUF ``preset``, and the bytes of the
+    tensors outside every role (norms, biases; a tied LM head is the embedding's tensor)."""
+    plans = tensor_types(model, preset)
+    mix = role_mix(plans)
+    tied = model.tie_word_embeddings
+    counted = sum(m.n_bytes for role, m in mix.items() if not (tied and role == "lm_head"))
+    return MappingProxyType(mix), float(sum(t.n_bytes for t in plans) - counted)
+
+
+@lru_cache(maxsize=64)
+def _gguf_bits(model: ModelConfig, weights: str) -> Mapping[str, float] | None:
+    if weights not in dtypes.GGUF_FORMATS:
+        return None
+    own = model.weight_bits_by_role
+    if own is not None and model.quantized_weights == weights:
+        return MappingProxyType(own.model_dump(exclude_none=True))
+    mix, _ = _gguf_mix(model, weights)
+    return MappingProxyType({role: m.bits_per_weight for role, m in mix.items()})
+
+
+def role_weight_bits(model: ModelConfig, weights: str) -> Mapping[str, float] | None:
+    """Stored bits per weight (scales included) of each weight role (``attn_qkv``,
+    ``attn_output``, ``ffn_up``, ``ffn_down``, ``experts_up``, ``experts_down``, ``router``,
+    ``lm_head``, ``embedding``) when ``weights`` is a GGUF preset: the checkpoint's own mix
+    (``model.weight_bits_by_role``) when ``weights`` is the checkpoint's format, else the
+    preset's ``llama-quantize`` rules on ``model``; None for any other format (one width)."""
+    return _gguf_bits(model, dtypes.canonical(weights))
 
 
 @dataclass(frozen=True)
@@ -108,8 +152,11 @@ class _Step:
         batch: int = 1,
         m: int = 0,
         epilogue: Epilogue | None = None,
+        role: str = "",
     ) -> Gemm:
+        """A weight GEMM; ``role`` names its weight role for a per-role mix (GGUF)."""
         p, o = self.precision, self.options
+        bits = role_weight_bits(self.model, p.weights) if role else None
         return Gemm(
             name=name,
             count=count,
@@ -124,6 +171,7 @@ class _Step:
             density=o.density,
             sparse_kernel_efficiency=o.sparse_kernel_efficiency,
             epilogue=epilogue if self.fuse else None,
+            weight_bits=bits.get(role) if bits else None,
         )
 
     def vector(
@@ -173,14 +221,17 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
         nope, rope = m.qk_nope_head_dim or 0, m.qk_rope_head_dim or 0
         v, rank = m.v_head_dim or nope, m.kv_lora_rank or 0
         if m.q_lora_rank is None:
-            ops.append(s.gemm("attn.q", h, heads * (nope + rope), layers))
+            ops.append(s.gemm("attn.q", h, heads * (nope + rope), layers, role=_QKV))
         else:
             ops += [
-                s.gemm("attn.q_a", h, m.q_lora_rank, layers),
+                s.gemm("attn.q_a", h, m.q_lora_rank, layers, role=_QKV),
                 s.norm("attn.q_a_norm", m.q_lora_rank, layers),
-                s.gemm("attn.q_b", m.q_lora_rank, heads * (nope + rope), layers),
+                s.gemm("attn.q_b", m.q_lora_rank, heads * (nope + rope), layers, role=_QKV),
             ]
-        ops += [s.gemm("attn.kv_a", h, rank + rope, layers), s.norm("attn.kv_a_norm", rank, layers)]
+        ops += [
+            s.gemm("attn.kv_a", h, rank + rope, layers, role=_QKV),
+            s.norm("attn.kv_a_norm", rank, layers),
+        ]
         if not s.fuse:
             ops.append(
                 s.vector("attn.rope", t * (heads + 1) * rope, 1, ROPE_FLOPS_PER_ELEMENT, layers)
@@ -190,23 +241,23 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
             rows = shape.tokens
             if shape.cached:  # absorbed: attend over the latent cache, one shared KV head
                 ops += [
-                    s.gemm("attn.q_absorb", nope, rank, layers, batch=heads, m=rows),
+                    s.gemm("attn.q_absorb", nope, rank, layers, batch=heads, m=rows, role=_QKV),
                     _attention(s, shape, heads, 1, rank + rope, rank, layers, shared_kv=True),
-                    s.gemm("attn.o_absorb", rank, v, layers, batch=heads, m=rows),
+                    s.gemm("attn.o_absorb", rank, v, layers, batch=heads, m=rows, role=_QKV),
                 ]
             else:  # decompress K and V, then standard multi-head attention
                 ops += [
-                    s.gemm("attn.kv_b", rank, heads * (nope + v), layers, m=rows),
+                    s.gemm("attn.kv_b", rank, heads * (nope + v), layers, m=rows, role=_QKV),
                     _attention(s, shape, heads, heads, nope + rope, v, layers),
                 ]
-        ops.append(s.gemm("attn.o", heads * v, h, layers, epilogue=residual))
+        ops.append(s.gemm("attn.o", heads * v, h, layers, epilogue=residual, role="attn_output"))
     else:
         d, kvh = m.head_size, _shard(m.kv_heads, tp)
         qkv_out = (heads + 2 * kvh) * d
         rope_epilogue = Epilogue(
             name="rope", flops_per_output=ROPE_FLOPS_PER_ELEMENT * (heads + kvh) / (heads + 2 * kvh)
         )
-        ops.append(s.gemm("attn.qkv", h, qkv_out, layers, epilogue=rope_epilogue))
+        ops.append(s.gemm("attn.qkv", h, qkv_out, layers, epilogue=rope_epilogue, role=_QKV))
         if not s.fuse:
             ops.append(
                 s.vector("attn.rope", t * (heads + kvh) * d, 1, ROPE_FLOPS_PER_ELEMENT, layers)
@@ -217,7 +268,7 @@ def _attention_block(s: _Step, layers: int) -> list[OpBase]:
             for shape in s.attention
             for window, n in m.attention_groups()
         ]
-        ops.append(s.gemm("attn.o", heads * d, h, layers, epilogue=residual))
+        ops.append(s.gemm("attn.o", heads * d, h, layers, epilogue=residual, role="attn_output"))
     ops += s.all_reduce("attn.all_reduce", layers)
     if not s.fuse:
         ops.append(s.vector("attn.residual", t * h, 2, 1.0, layers))
@@ -271,6 +322,7 @@ def _mlp(
     tokens: int = 0,
     batch: int = 1,
     residual: bool = True,
+    roles: tuple[str, str] = ("ffn_up", "ffn_down"),
 ) -> list[OpBase]:
     m = s.model
     t = tokens or s.tokens
@@ -289,6 +341,7 @@ def _mlp(
             batch=batch,
             m=t,
             epilogue=act,
+            role=roles[0],
         ),
     ]
     if not s.fuse:
@@ -303,7 +356,10 @@ def _mlp(
         )
     add = Epilogue(name="residual", flops_per_output=1.0, extra_inputs=1) if residual else None
     ops.append(
-        s.gemm(f"{prefix}.down", width, m.hidden_size, count, batch=batch, m=t, epilogue=add)
+        s.gemm(
+            f"{prefix}.down", width, m.hidden_size, count, batch=batch, m=t, epilogue=add,
+            role=roles[1],
+        )
     )
     return ops
 
@@ -315,9 +371,12 @@ def _moe_block(s: _Step, layers: int) -> list[OpBase]:
     per_expert = max(1, math.ceil(t * k / hit))
     width = _shard(m.expert_size, s.options.tp)
     ops: list[OpBase] = [
-        s.gemm("moe.router", h, e, layers),
+        s.gemm("moe.router", h, e, layers, role="router"),
         Softmax(name="moe.router_softmax", count=layers, rows=t, cols=e),
-        *_mlp(s, "moe.experts", width, layers, tokens=per_expert, batch=hit, residual=False),
+        *_mlp(
+            s, "moe.experts", width, layers, tokens=per_expert, batch=hit, residual=False,
+            roles=("experts_up", "experts_down"),
+        ),
     ]
     if m.shared_expert_size:
         shared = _shard(m.shared_expert_size, s.options.tp)
@@ -347,7 +406,7 @@ def _graph(step: _Step) -> list[OpBase]:
     logits = step.logits
     ops += [
         step.norm("final_norm", m.hidden_size, 1, rows=logits),
-        step.gemm("lm_head", m.hidden_size, _shard(m.vocab_size, tp), 1, m=logits),
+        step.gemm("lm_head", m.hidden_size, _shard(m.vocab_size, tp), 1, m=logits, role="lm_head"),
     ]
     if tp > 1:
         payload = logits * m.vocab_size * dtypes.nbytes(step.precision.act)
@@ -450,8 +509,22 @@ def weights_bytes(
     model: ModelConfig, precision: Precision, options: GraphOptions | None = None
 ) -> float:
     """All parameters (every expert) as stored: the weight dtype, compressed when sparse (the
-    embedding table, a lookup, stays dense)."""
+    embedding table, a lookup, stays dense). A GGUF preset counts its per-tensor mix: each
+    role's elements at :func:`role_weight_bits` (compressed when sparse), the embedding and
+    the tensors outside the roles (norms, biases) as the mix stores them."""
     opts = options or GraphOptions()
+    by_role = role_weight_bits(model, precision.weights)
+    if by_role is not None:
+        mix, other_bytes = _gguf_mix(model, dtypes.canonical(precision.weights))
+        total = other_bytes
+        for role, part in mix.items():
+            if role == "lm_head" and model.tie_word_embeddings:
+                continue  # the embedding's tensor
+            b = by_role.get(role, part.bits_per_weight)
+            if role != "embedding":
+                b = sparse_bits(b, opts.sparsity, opts.density)
+            total += part.n_elements * b / 8
+        return total
     table = model.vocab_size * model.hidden_size
     bits = stored_bits(precision.weights, opts.sparsity, opts.density)
     return (model.params() - table) * bits / 8 + table * dtypes.nbytes(precision.weights)

@@ -27,6 +27,36 @@ AttentionKind = Literal["full_attention", "sliding_attention"]
 _PACKAGE = "infersim.workloads"
 _SUFFIX = ".json"
 
+
+class RoleBits(BaseModel):
+    """Stored bits per weight (scales included) of each weight role of a checkpoint whose
+    tensors mix formats: a GGUF file, element-weighted over its tensors of that role."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    attn_qkv: float | None = Field(
+        default=None, gt=0, le=64, description="Q, K, V projections (MLA: q, q_a/q_b, kv_a, kv_b)"
+    )
+    attn_output: float | None = Field(default=None, gt=0, le=64, description="Output projection")
+    ffn_up: float | None = Field(
+        default=None, gt=0, le=64, description="Dense MLP gate + up (and the shared experts')"
+    )
+    ffn_down: float | None = Field(
+        default=None, gt=0, le=64, description="Dense MLP down (and the shared experts')"
+    )
+    experts_up: float | None = Field(
+        default=None, gt=0, le=64, description="Routed experts' gate + up"
+    )
+    experts_down: float | None = Field(
+        default=None, gt=0, le=64, description="Routed experts' down"
+    )
+    router: float | None = Field(default=None, gt=0, le=64, description="MoE router")
+    lm_head: float | None = Field(
+        default=None, gt=0, le=64, description="LM head (the embedding when tied)"
+    )
+    embedding: float | None = Field(default=None, gt=0, le=64, description="Embedding tables")
+
+
 class ModelConfig(BaseModel):
     """A decoder-only transformer (dense, MoE, GQA/MQA, MLA), in HF ``config.json`` terms."""
 
@@ -86,7 +116,13 @@ class ModelConfig(BaseModel):
     quantized_weights: str | None = Field(
         default=None,
         description="The checkpoint's weight format from quantization_config (fp8_e4m3, mxfp4, "
-        "int4-g128, int8): the default weights dtype when none is asked for",
+        "int4-g128, int8; a GGUF file's preset, q4_k_m...): the default weights dtype when "
+        "none is asked for",
+    )
+    weight_bits_by_role: RoleBits | None = Field(
+        default=None,
+        description="The checkpoint's own stored bits per weight by role (a GGUF file's tensor "
+        "mix), used when the weights dtype is quantized_weights (None: the format's rules)",
     )
     notes: tuple[str, ...] = Field(default=(), description="What the loader assumed")
     unknown_fields: tuple[str, ...] = Field(
@@ -272,15 +308,23 @@ def list_models() -> list[str]:
 
 
 def load_model(name_or_path: str | Path) -> ModelConfig:
-    """A validated :class:`ModelConfig` from a preset name, a ``config.json`` path or a Hugging
-    Face snapshot folder holding one. Config keys the loader does not understand are named in
-    a :class:`UserWarning` (and in ``unknown_fields``).
+    """A validated :class:`ModelConfig` from a preset name, a ``config.json`` path, a Hugging
+    Face snapshot folder holding one, or a ``*.gguf`` file (its header only: the shapes, the
+    file type as ``quantized_weights`` and the file's bits per weight role as
+    ``weight_bits_by_role``). Config keys the loader does not understand are named in a
+    :class:`UserWarning` (and in ``unknown_fields``).
 
     Raises:
         ConfigError: unknown preset, unreadable or malformed file, an unsupported
-            ``model_type``, or invalid fields.
+            ``model_type`` or GGUF architecture, or invalid fields.
     """
     folder = Path(str(name_or_path)).expanduser()
+    if folder.suffix.lower() == ".gguf" and not folder.is_dir():
+        try:
+            mtime_ns = folder.stat().st_mtime_ns
+        except OSError:
+            mtime_ns = -1  # read_gguf names the path and the reason
+        return _load_gguf(folder.resolve(), mtime_ns)
     if folder.is_dir():
         if not (folder / "config.json").is_file():
             raise ConfigError(f"model folder {str(name_or_path)!r} has no config.json")
@@ -302,3 +346,11 @@ def _load(path: Path, mtime_ns: int) -> ModelConfig:
     if isinstance(data, dict):
         data = {"name": path.stem if path.name != "config.json" else path.parent.name, **data}
     return validate(ModelConfig, data, path.name)
+
+
+@lru_cache(maxsize=8)
+def _load_gguf(path: Path, mtime_ns: int) -> ModelConfig:
+    """A model from a GGUF file's header (read once per file version: a header takes seconds)."""
+    from infersim.workloads.gguf.reader import model_fields, read_gguf  # it imports this module
+
+    return validate(ModelConfig, model_fields(read_gguf(path)), path.name)

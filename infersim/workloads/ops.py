@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from infersim import dtypes
 
@@ -89,7 +89,12 @@ def stored_bits(dtype: str, sparsity: Sparsity = "dense", density: float = 1.0) 
     """Bits stored per element of a (possibly sparse) matrix in ``dtype``: 2:4 keeps half the
     values plus 2-bit indices; unstructured keeps ``density`` of them plus the smaller of a
     bitmap (1 bit per element) and a 16-bit index per nonzero."""
-    bits = dtypes.info(dtype).bits
+    return sparse_bits(dtypes.info(dtype).bits, sparsity, density)
+
+
+def sparse_bits(bits: float, sparsity: Sparsity = "dense", density: float = 1.0) -> float:
+    """Bits stored per element of a matrix whose dense values take ``bits`` each, under
+    ``sparsity`` (see :func:`stored_bits`)."""
     if sparsity == "2:4":
         return (bits + INDEX_BITS_2_4) / 2
     if sparsity == "unstructured":
@@ -120,6 +125,9 @@ class Gemm(OpBase):
     plus 2-bit indices and halves the MACs (only build it for arrays that support it);
     ``unstructured`` stores ``density`` of the values plus an index, and skips
     ``sparse_kernel_efficiency`` of the zero MACs (0: a dense kernel, no compute gain).
+    ``weight_bits`` overrides ``b_dtype``'s storage width where a per-tensor mix sets it (a
+    GGUF preset gives each weight role its own ggml types); every weight-bytes computation
+    goes through :attr:`b_bits`.
     """
 
     kind: Literal["gemm"] = "gemm"
@@ -137,6 +145,29 @@ class Gemm(OpBase):
         default=0.0, ge=0, le=1, description="Fraction of zero MACs an unstructured kernel skips"
     )
     epilogue: Epilogue | None = Field(default=None, description="Fused elementwise epilogue")
+    weight_bits: float | None = Field(
+        default=None,
+        gt=0,
+        le=64,
+        description="Stored bits per element of the weight B, scales included, when a "
+        "per-tensor mix sets them (a GGUF preset's role average); None: from b_dtype",
+    )
+
+    @model_validator(mode="after")
+    def _check_weight_bits(self) -> Gemm:
+        if self.weight_bits is not None and not self.b_is_weight:
+            raise ValueError(
+                f"weight_bits = {self.weight_bits} on a GEMM whose B is not a weight"
+            )
+        return self
+
+    @property
+    def b_bits(self) -> float:
+        """Bits stored per element of B: ``weight_bits`` or ``b_dtype``'s width, compressed
+        when sparse (values and indices)."""
+        if self.weight_bits is None:
+            return stored_bits(self.b_dtype, self.sparsity, self.density)
+        return sparse_bits(self.weight_bits, self.sparsity, self.density)
 
     @property
     def macs(self) -> float:
@@ -185,9 +216,8 @@ class Gemm(OpBase):
 
     @property
     def b_bytes(self) -> float:
-        """Bytes of B as stored (compressed values and indices when sparse)."""
-        bits = stored_bits(self.b_dtype, self.sparsity, self.density)
-        return float(self.batch) * self.k * self.n * bits / 8
+        """Bytes of B as stored (:attr:`b_bits` per element)."""
+        return float(self.batch) * self.k * self.n * self.b_bits / 8
 
     @property
     def c_bytes(self) -> float:

@@ -18,7 +18,7 @@ from infersim.arch_models.chip import Chip
 from infersim.dataflow.loopnest.numerics import MathNamespace
 from infersim.dataflow.templates import DIMS, Template
 from infersim.errors import InfersimError
-from infersim.workloads.ops import Conv2d, Gemm, OpBase, stored_bits
+from infersim.workloads.ops import Conv2d, Gemm, OpBase
 
 TILEABLE: tuple[str, ...] = ("G", "N", "K", "C", "P", "Q")
 """Dims an SRAM tile may cut (filter rows and columns are always whole)."""
@@ -98,7 +98,7 @@ def problem_of(op: OpBase) -> Problem:
         }
         operand_bytes = {
             "input": dtypes.nbytes(op.a_dtype) * per_k,
-            "weight": stored_bits(op.b_dtype, op.sparsity, op.density) / 8 * per_k,
+            "weight": op.b_bits / 8 * per_k,
             "output": dtypes.nbytes(op.out_dtype),
         }
         if op.epilogue is not None:
