@@ -474,22 +474,14 @@ class SweepSpec(_Strict):
     @field_validator("dataflows")
     @classmethod
     def _dataflows(cls, value: list[str]) -> list[str]:
-        bad = [d for d in value if d not in DATAFLOWS]
-        if bad:
-            raise ValueError(f"unknown dataflow {', '.join(map(repr, bad))}; allowed: "
-                             f"{', '.join(DATAFLOWS)}")
-        return value
+        return _known(value, DATAFLOWS, "dataflow")
 
     @field_validator("engines")
     @classmethod
     def _engines(cls, value: list[str]) -> list[str]:
-        from infersim.simulator.inference import ENGINES
+        from infersim.simulator.engines import ENGINE_NAMES
 
-        bad = [e for e in value if e not in ENGINES]
-        if bad:
-            raise ValueError(f"unknown engine {', '.join(map(repr, bad))}; allowed: "
-                             f"{', '.join(ENGINES)}")
-        return value
+        return _known(value, ENGINE_NAMES, "engine")
 
     @field_validator("constraints")
     @classmethod
@@ -663,3 +655,12 @@ def load_spec(path: str | Path) -> SweepSpec:
     if not file.is_file():
         raise ConfigError(f"sweep spec {str(path)!r} does not exist")
     return parse_spec(read_document(file), file.name, file.parent.resolve())
+
+
+def _known(value: list[str], allowed: tuple[str, ...], what: str) -> list[str]:
+    """``value`` when every entry is one of ``allowed``; else the error naming the others."""
+    bad = [v for v in value if v not in allowed]
+    if bad:
+        raise ValueError(f"unknown {what} {', '.join(map(repr, bad))}; allowed: "
+                         f"{', '.join(allowed)}")
+    return value

@@ -191,3 +191,14 @@ def test_unknown_quantization_method_is_noted():
     model = ModelConfig(**GEMMA2_9B, quantization_config={"quant_method": "hqq", "nbits": 3})
     assert model.quantized_weights is None
     assert any("hqq" in note for note in model.notes)
+
+
+def test_cli_unknown_model_type_is_exit_2_with_the_list(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from infersim.cli import app
+
+    path = write(tmp_path / "odd", {**GEMMA2_9B, "model_type": "llama9"})
+    result = CliRunner().invoke(app, ["simulate", "--chip", "h100-sxm", "--model", str(path)])
+    assert result.exit_code == 2
+    assert "'llama9' is not supported; supported:" in result.output and "gemma2" in result.output
