@@ -167,3 +167,18 @@ def test_validation_results_feed_the_calibration_scatter(results: Path, tmp_path
     assert scatter.figure.data
     points = sum(len(trace.x) for trace in scatter.figure.data if trace.x is not None)
     assert points >= 10
+
+
+def test_best_designs_leave_out_what_does_not_fit_and_say_how_many(tmp_path: Path):
+    doc = {
+        "name": "fit or not",
+        "chips": ["a100-sxm-80gb", "h100-sxm"],
+        "workloads": [{"model": "llama-2-70b", "phase": ["decode"], "context_len": 128}],
+        "techniques": ["baseline", "int4-awq"],  # bf16 70B does not fit one GPU; int4 does
+    }
+    out = tmp_path / "r"
+    run_sweep(parse_spec(doc), out, executor=LocalExecutor(1))
+    text = write_report(out, tmp_path / "report.html").path.read_text()
+    summary = text[text.index('id="summary"'):text.index("</section>", text.index('id="summary"'))]
+    assert "2 of 4 points of this workload do not fit" in summary
+    assert "baseline</td>" not in summary and "int4-awq</td>" in summary

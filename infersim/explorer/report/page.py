@@ -60,17 +60,23 @@ def summary_table(data: ReportData, per_workload: int = 3) -> str:
     for workload, part in df.groupby("workload", sort=False):
         body.append(f'<tr class="group"><th colspan="{len(idents) + len(columns)}">'
                     f"{esc(workload)}</th></tr>")
-        feasible = part[part["feasible"].fillna(False).astype(bool)]
+        fits = part["fits"].fillna(False).astype(bool) if "fits" in part else True
+        feasible = part[part["feasible"].fillna(False).astype(bool) & fits]
         best = feasible.sort_values(goal.metric, ascending=goal.sense == "min").head(per_workload)
+        span = len(idents) + len(columns)
         if best.empty:
-            body.append(f'<tr><td colspan="{len(idents) + len(columns)}">no design meets every '
-                        "constraint</td></tr>")
+            body.append(f'<tr><td colspan="{span}">no design meets every constraint</td></tr>')
         for _, row in best.iterrows():
             cells = [row["chip"], row["design"] or "", row["technique"]]
             if with_dataflow:
                 cells.append(row["dataflow"] if pd.notna(row["dataflow"]) else "–")
             text = "".join(f'<td class="text">{esc(c)}</td>' for c in cells)
             body.append(f"<tr>{text}{''.join(f'<td>{_fmt(row[m])}</td>' for m in columns)}</tr>")
+        unfit = int((~part["fits"].fillna(False).astype(bool)).sum()) if "fits" in part else 0
+        if unfit:
+            body.append(f'<tr class="note"><td colspan="{span}">{unfit:,} of {len(part):,} '
+                        "points of this workload do not fit their chip's memory (left out; "
+                        "<code>infersim simulate</code> prices their ways out)</td></tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
