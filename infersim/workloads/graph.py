@@ -102,6 +102,21 @@ def _gguf_bits(model: ModelConfig, weights: str) -> Mapping[str, float] | None:
     return MappingProxyType({role: m.bits_per_weight for role, m in mix.items()})
 
 
+@lru_cache(maxsize=64)
+def _gguf_dequant(model: ModelConfig, weights: str) -> Mapping[str, float] | None:
+    if weights not in dtypes.GGUF_FORMATS:
+        return None
+    mix, _ = _gguf_mix(model, weights)
+    return MappingProxyType({role: m.dequant_ops_per_weight for role, m in mix.items()})
+
+
+def role_dequant_ops(model: ModelConfig, weights: str) -> Mapping[str, float] | None:
+    """Vector ops per weight that dequantize each weight role when ``weights`` is a GGUF
+    preset (element-weighted over its tensor types, see
+    :data:`infersim.workloads.gguf.blocks.DEQUANT_OPS_PER_WEIGHT`); None otherwise."""
+    return _gguf_dequant(model, dtypes.canonical(weights))
+
+
 def role_weight_bits(model: ModelConfig, weights: str) -> Mapping[str, float] | None:
     """Stored bits per weight (scales included) of each weight role (``attn_qkv``,
     ``attn_output``, ``ffn_up``, ``ffn_down``, ``experts_up``, ``experts_down``, ``router``,
@@ -157,6 +172,7 @@ class _Step:
         """A weight GEMM; ``role`` names its weight role for a per-role mix (GGUF)."""
         p, o = self.precision, self.options
         bits = role_weight_bits(self.model, p.weights) if role else None
+        dequant = role_dequant_ops(self.model, p.weights) if role else None
         return Gemm(
             name=name,
             count=count,
@@ -172,6 +188,7 @@ class _Step:
             sparse_kernel_efficiency=o.sparse_kernel_efficiency,
             epilogue=epilogue if self.fuse else None,
             weight_bits=bits.get(role) if bits else None,
+            dequant_ops_per_weight=dequant.get(role) if dequant else None,
         )
 
     def vector(

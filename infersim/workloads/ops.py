@@ -152,6 +152,11 @@ class Gemm(OpBase):
         description="Stored bits per element of the weight B, scales included, when a "
         "per-tensor mix sets them (a GGUF preset's role average); None: from b_dtype",
     )
+    dequant_ops_per_weight: float | None = Field(
+        default=None, ge=0, le=64,
+        description="Vector ops that dequantize one weight of B (a GGUF type's block decode); "
+        "None: DEQUANT_FLOPS_PER_ELEMENT when B's format differs from the compute dtype",
+    )
 
     @model_validator(mode="after")
     def _check_weight_bits(self) -> Gemm:
@@ -196,7 +201,10 @@ class Gemm(OpBase):
     def vector_flops(self) -> float:
         dequant = 0.0
         if self.dequantizes:
-            dequant = DEQUANT_FLOPS_PER_ELEMENT * self.batch * self.k * self.n
+            per_weight = self.dequant_ops_per_weight
+            if per_weight is None:
+                per_weight = DEQUANT_FLOPS_PER_ELEMENT
+            dequant = per_weight * self.batch * self.k * self.n
         epilogue = self.epilogue.flops_per_output * self.outputs if self.epilogue else 0.0
         return dequant + epilogue
 

@@ -602,3 +602,25 @@ def test_a_gguf_file_is_a_model_with_its_own_mix(tmp_path):
 def test_a_missing_gguf_file_names_the_path(tmp_path):
     with pytest.raises(ConfigError, match=r"nothing\.gguf: cannot read"):
         load_model(tmp_path / "nothing.gguf")
+
+
+def test_dequantization_ops_follow_the_gguf_type():
+    """The vector work of a GGUF weight GEMM is its type's block decode, not one flat figure:
+    Q8_0 (int8 x scale) costs less per weight than Q4_K_M's nibble and sub-scale decode."""
+    from infersim.workloads import Precision, load_model
+    from infersim.workloads.graph import decode_step
+    from infersim.workloads.ops import Gemm
+
+    model = load_model("llama-3-8b")
+
+    def per_weight(fmt: str) -> float:
+        ops = [op for op in decode_step(model, 1, 128, Precision(weights=fmt))
+               if isinstance(op, Gemm) and op.name == "mlp.up"]  # fmt: skip
+        (up,) = ops
+        assert up.dequant_ops_per_weight is not None
+        return up.vector_flops / (up.k * up.n)
+
+    assert per_weight("q8_0") == pytest.approx(1.0, rel=0.05)
+    assert per_weight("q4_k_m") > per_weight("q8_0")
+    bf16 = [op for op in decode_step(model, 1, 128) if isinstance(op, Gemm)]
+    assert all(op.dequant_ops_per_weight is None for op in bf16)
