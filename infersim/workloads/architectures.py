@@ -243,7 +243,9 @@ ARCHITECTURES: dict[str, Architecture] = {
         ("BloomForCausalLM",),
     ),
     "falcon": Architecture(
-        {"mlp": "plain", "norm": "layer", "positions": "rope", "tie_word_embeddings": True},
+        # the checkpoints store lm_head beside the embedding (falcon-180B: 81 bf16 shards of
+        # 334.4 GiB = 179.5B parameters; falcon-7b: 7.22B), so the head is costed untied
+        {"mlp": "plain", "norm": "layer", "positions": "rope", "tie_word_embeddings": False},
         ("FalconForCausalLM", "RWForCausalLM"),
         aliases={"ffn_hidden_size": "intermediate_size"},
         adapt=_falcon,

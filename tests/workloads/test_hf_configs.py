@@ -22,8 +22,8 @@ PUBLISHED: dict[str, tuple[float, float | None]] = {
     "gemma-3-1b-it.json": (1_000e6, None),  # Gemma 3 report, Table 1 (302M + 698M)
     "gemma-3-4b-it.json": (3_884e6, None),  # Gemma 3 report: 675M + 3,209M (text; vision 417M)
     "derived-gemma-7b.json": (8_538_074_112, None),  # google/gemma-7b model card
-    "falcon-180B.json": (180e9, None),  # tiiuae/falcon-180B card: "180B" (tied head: 178.6B)
-    "falcon-7b.json": (6.92e9, None),  # tied head; the card's "7B" and HF's 7.22B stored
+    "falcon-180B.json": (179.5e9, None),  # "180B"; its bf16 shards: 334.4 GiB = 179.5B
+    "falcon-7b.json": (7.22e9, None),  # tiiuae/falcon-7b: 7.22B stored (lm_head beside embedding)
     "derived-gpt-j-6b.json": (6_053_381_344, None),  # EleutherAI/gpt-j-6b card
     "derived-gpt-neox-20b.json": (20_554_567_680, None),  # Black et al. 2022, Table 1
     "derived-pythia-1b.json": (1_011_781_632, None),  # EleutherAI/pythia README, total
