@@ -283,6 +283,13 @@ def simulate(
     precision, notes = checkpoint_precision(model, scenario.precision)
     plan, resolved = _resolve(stack.plan(model, precision), chip)
     notes += resolved
+    length = scenario.prompt_len if scenario.phase == "prefill" else scenario.context_len + 1
+    if length > model.max_position_embeddings:
+        notes.append(
+            f"{length:,} tokens exceed {model.name}'s max_position_embeddings "
+            f"({model.max_position_embeddings:,}): costed as asked, but the model was not "
+            "trained for it"
+        )
     asked = scenario
     scenario = scenario.model_copy(update={"precision": plan.precision})
     tokens_per_seq = 1.0

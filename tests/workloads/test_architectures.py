@@ -204,3 +204,15 @@ def test_cli_unknown_model_type_is_exit_2_with_the_list(tmp_path: Path):
     result = CliRunner().invoke(app, ["simulate", "--chip", "h100-sxm", "--model", str(path)])
     assert result.exit_code == 2
     assert "'llama9' is not supported; supported:" in result.output and "gemma2" in result.output
+
+
+def test_a_context_beyond_the_trained_length_is_noted():
+    from infersim import Scenario, load_chip, simulate
+
+    model = load_model("llama-2-7b")  # max_position_embeddings 4096
+    cost = simulate(load_chip("h100-sxm"), model, Scenario(phase="decode", context_len=8192),
+                    engine="roofline")  # fmt: skip
+    assert any("exceed" in n and "max_position_embeddings" in n for n in cost.notes)
+    short = simulate(load_chip("h100-sxm"), model, Scenario(phase="decode", context_len=1024),
+                     engine="roofline")  # fmt: skip
+    assert not any("max_position_embeddings" in n for n in short.notes)
