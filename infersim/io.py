@@ -192,7 +192,7 @@ def resolve(name_or_path: str | Path, package: str, suffix: str, what: str) -> P
     text = str(name_or_path)
     candidate = Path(text).expanduser()
     looks_like_path = candidate.suffix in {".yaml", ".yml", ".json"} or "/" in text
-    if candidate.is_file():
+    if _is(candidate, Path.is_file):
         return candidate
     names = preset_names(package, suffix)
     if text in names and not looks_like_path:
@@ -200,3 +200,17 @@ def resolve(name_or_path: str | Path, package: str, suffix: str, what: str) -> P
     if looks_like_path:
         raise ConfigError(f"{what} file {text!r} does not exist")
     raise ConfigError(f"unknown {what} {text!r}; presets: {', '.join(names)} (or a file path)")
+
+
+def _is(path: Path, test: Any) -> bool:
+    """``test(path)`` (``Path.is_file``, ``Path.is_dir``), False for a name the OS refuses
+    (too long, an invalid character) instead of an OSError."""
+    try:
+        return bool(test(path))
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """Whether ``path`` is a folder; False for a name the OS refuses."""
+    return _is(path, Path.is_dir)

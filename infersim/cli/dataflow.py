@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # imported by the commands that use them (a fast start)
 
 def _ints(text: str, names: tuple[str, ...], flag: str) -> list[int]:
     parts = [p.strip() for p in text.split(",")]
-    if len(parts) != len(names) or not all(p.isdigit() and int(p) > 0 for p in parts):
+    digits = all(p.isascii() and p.isdigit() and len(p) <= 12 for p in parts)  # not "²"
+    if len(parts) != len(names) or not digits or not all(int(p) > 0 for p in parts):
         raise InfersimError(
             f"{flag} {text!r}: expected {len(names)} positive integers {','.join(names)}"
         )

@@ -40,6 +40,7 @@ from infersim.dataflow.loopnest import analyze, problem_of
 from infersim.dataflow.mapper import map_op
 from infersim.dataflow.templates import TEMPLATES
 from infersim.errors import ConfigError, InfersimError
+from infersim.io import read_text
 from infersim.workloads.ops import Conv2d, Gemm
 
 ScaleSimDtype = Literal["int8", "int16"]
@@ -243,10 +244,7 @@ def read_config(path: str | Path) -> ScaleSimConfig:
             the file, the line and the field), or USER bandwidth without ``Bandwidth``.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_text(path, "SCALE-Sim config")
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text, source=str(path))
@@ -346,11 +344,11 @@ def read_layers(
         ConfigError: unreadable file, unknown header, or a bad row (file, line and field named).
     """
     path = Path(path)
+    lines = read_text(path, "SCALE-Sim topology").splitlines()
     try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    rows = [(n, _cells(r)) for n, r in enumerate(csv.reader(lines), start=1)]
+        rows = [(n, _cells(r)) for n, r in enumerate(csv.reader(lines), start=1)]
+    except csv.Error as exc:
+        raise ConfigError(f"{path}: malformed CSV ({exc})") from None
     rows = [(n, r) for n, r in rows if r]
     if not rows:
         raise ConfigError(f"{path}: empty topology file")

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infersim.errors import ConfigError
-from infersim.io import preset_names, read_document, resolve, validate
+from infersim.io import is_dir, preset_names, read_document, resolve, validate
 from infersim.workloads import architectures
 
 AttentionKind = Literal["full_attention", "sliding_attention"]
@@ -319,13 +319,13 @@ def load_model(name_or_path: str | Path) -> ModelConfig:
             ``model_type`` or GGUF architecture, or invalid fields.
     """
     folder = Path(str(name_or_path)).expanduser()
-    if folder.suffix.lower() == ".gguf" and not folder.is_dir():
+    if folder.suffix.lower() == ".gguf" and not is_dir(folder):
         try:
             mtime_ns = folder.stat().st_mtime_ns
         except OSError:
             mtime_ns = -1  # read_gguf names the path and the reason
         return _load_gguf(folder.resolve(), mtime_ns)
-    if folder.is_dir():
+    if is_dir(folder):
         if not (folder / "config.json").is_file():
             raise ConfigError(f"model folder {str(name_or_path)!r} has no config.json")
         name_or_path = folder / "config.json"
