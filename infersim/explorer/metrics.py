@@ -173,6 +173,9 @@ def parse_constraint(text: str) -> Constraint:
             value = float(raw)
         except ValueError:
             raise ConfigError(f"constraint {text!r}: {raw!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"constraint {text!r}: {raw!r} is not a finite number "
+                              "(every point would break it)")  # fmt: skip
     if (metric == "fits") != isinstance(value, bool):
         raise ConfigError(f"constraint {text!r}: fits takes true/false, other metrics numbers")
     return Constraint(metric, op, value)

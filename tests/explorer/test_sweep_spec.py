@@ -165,3 +165,12 @@ def test_yaml_exponents_become_numbers(tmp_path: Path):
     axes = load_spec(path).chips[0].axes
     assert axes["dram.bandwidth_bytes_per_s"] == [1.6e12, 6.4e12]
     assert axes["cores"] == [2, 4]
+
+
+@pytest.mark.parametrize("bound", ["nan", "inf", "-inf"])
+def test_a_non_finite_constraint_bound_is_refused(bound: str):
+    from infersim.errors import ConfigError
+    from infersim.explorer.metrics import parse_constraint
+
+    with pytest.raises(ConfigError, match="not a finite number"):
+        parse_constraint(f"area_mm2 <= {bound}")
