@@ -8,7 +8,14 @@ loop-nest analyzer, a tiling search, energy per level, and SCALE-Sim inputs and 
 
 from infersim.dataflow.energy import EnergyBreakdown, energy
 from infersim.dataflow.loopnest import LEVELS, Access, Mapping, Tiling, analyze
-from infersim.dataflow.mapper import DATAFLOWS, OBJECTIVES, clear_cache, map_op, mapping_cost
+from infersim.dataflow.mapper import (
+    DATAFLOWS,
+    OBJECTIVES,
+    clear_cache,
+    map_op,
+    map_traffic,
+    mapping_cost,
+)
 from infersim.dataflow.scalesim_io import (
     REPORT_COLUMNS,
     ScaleSimConfig,
@@ -37,6 +44,7 @@ __all__ = [
     "clear_cache",
     "energy",
     "map_op",
+    "map_traffic",
     "mapping_cost",
     "read_config",
     "read_topology",

@@ -1,7 +1,8 @@
 """The mapper: the tiling of an op that minimizes latency, energy or their product.
 
-For one template the search is exhaustive over a small candidate grid, priced exactly by the
-analyzer (vectorized over all candidates at once, see :func:`loopnest.evaluate_orders`):
+For one template the search finds the exhaustive optimum over a small candidate grid, priced
+exactly by the analyzer (vectorized over all candidates at once, see
+:func:`loopnest.evaluate_orders`):
 
 - SRAM tile extents per dim: the whole dim, its repeated halvings, and multiples of the array
   side the dim is laid on (filter rows and columns, and output columns, are never cut);
@@ -15,6 +16,13 @@ A candidate qualifies when its double-buffered SRAM tile fits one core's SRAM an
 set fits the register file. ``dataflow="best"`` searches every template that can map the op and
 keeps the cheapest. Results are memoized in a bounded LRU cache keyed by (op signature, chip key,
 dataflow, objective, top_k).
+
+The latency search, the one every engine runs, is bounded: each candidate gets a lower bound on
+its time in any loop order (exact first load and last store, compute over the cores it can use,
+compulsory DRAM bytes), the few best-bounded candidates are priced first, and only candidates
+whose bound does not exceed their best time are priced at all: the exhaustive search's answer
+(ties included) for a few per cent of its work. :func:`map_traffic` is the search of the tiling
+that moves the fewest DRAM bytes (the shared-SRAM level of the analytic engine).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from collections import OrderedDict
 from typing import Any, Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow.energy import energy, mac_energy_pj, traffic_pj
@@ -43,7 +52,13 @@ from infersim.dataflow.loopnest import (
     rf_need,
     tile_bytes,
 )
-from infersim.dataflow.loopnest.figures import TimingInputs, timing_inputs, total_cycles_of
+from infersim.dataflow.loopnest.dram import dram_traffic
+from infersim.dataflow.loopnest.figures import (
+    Prepared,
+    lower_bound_cycles,
+    prepare,
+    total_cycles_at,
+)
 from infersim.dataflow.templates import OPERANDS, TEMPLATES, Template
 from infersim.errors import InfersimError
 from infersim.workloads.ops import OpBase
@@ -98,9 +113,9 @@ _SEARCHES: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 _SEARCHES_MAX = 1024
 """What a search found that does not depend on the DRAM bandwidth, the clock, the DRAM latency
 or the calibration, by (op, :func:`geometry_key`, template, objective, top_k): for latency the
-fitting candidates with their :func:`~infersim.dataflow.loopnest.figures.timing_inputs` (a chip
+fitting candidates with their :func:`~infersim.dataflow.loopnest.figures.prepare` figures (a chip
 that differs only in those fields re-times them instead of searching again), for energy the
-chosen tilings (energy depends on traffic, not on time)."""
+chosen tilings (energy depends on traffic, not on time), for :func:`map_traffic` its tiling."""
 
 STATS = {"searches": 0, "reused": 0}
 """Searches made and searches reused from :data:`_SEARCHES` since :func:`clear_cache`."""
@@ -113,12 +128,22 @@ def clear_cache() -> None:
     STATS.update(searches=0, reused=0)
 
 
+_GEOMETRY: dict[str, str] = {}
+_GEOMETRY_MAX = 4096
+
+
 def geometry_key(chip: Chip) -> str:
     """A hash of the fields a tiling search depends on: the array (geometry, MAC rates, 2:4),
     the register file, the per-core SRAM and the number of cores. DRAM bandwidth, latency and
     capacity, the clock, energies and calibration change only the timing of a tiling."""
-    fields = chip.model_dump(mode="json", include={"array", "register_file", "sram", "cores"})
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+    found = _GEOMETRY.get(chip.key)
+    if found is None:
+        fields = chip.model_dump(mode="json", include={"array", "register_file", "sram", "cores"})
+        found = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+        if len(_GEOMETRY) >= _GEOMETRY_MAX:
+            _GEOMETRY.clear()
+        _GEOMETRY[chip.key] = found
+    return found
 
 
 def _search_cache(key: tuple[Any, ...], make: Any) -> Any:
@@ -175,13 +200,19 @@ def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]
     tile = {d: np.full(len(grid), float(prob.dims[d])) for d in DIMS}
     rf = {d: grid[:, i] for i, d in enumerate(tpl.rf_split)}
     ok = rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9
-    fit = grid[ok]
-    if len(fit) == 0:
+    if not ok.any():
         return []
-    dominated = np.array(
-        [np.any(np.all(fit >= row, axis=1) & np.any(fit > row, axis=1)) for row in fit]
-    )
-    best = fit[~dominated]
+    # The RF need grows with every factor, so the fitting factors are closed downward: one is
+    # dominated by another that fits exactly when one step up some axis still fits.
+    fits = ok.reshape([len(a) for a in axes])
+    up = np.zeros_like(fits)
+    for j in range(fits.ndim):
+        step = [slice(None)] * fits.ndim
+        step[j] = slice(None, -1)
+        nxt = [slice(None)] * fits.ndim
+        nxt[j] = slice(1, None)
+        up[tuple(step)] |= fits[tuple(nxt)]
+    best = grid[(fits & ~up).reshape(-1)]
     best = best[np.argsort(-np.prod(best, axis=1), kind="stable")][:_RF_OPTIONS_MAX]
     return [{d: int(v) for d, v in zip(tpl.rf_split, row, strict=True)} for row in best]
 
@@ -191,7 +222,19 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     rf_opts = _rf_options(prob, tpl, chip)
     if not rf_opts:
         return {}, {}
-    ladders = {d: _ladder(prob.dims[d], _aligns(tpl, d, chip)) for d in _CUT}
+    return _grid(prob, tpl, chip, {d: _aligns(tpl, d, chip) for d in _CUT}, rf_opts)
+
+
+def _grid(
+    prob: Problem,
+    tpl: Template | None,
+    chip: Chip,
+    aligns: dict[str, tuple[int, ...]],
+    rf_opts: list[dict[str, int]],
+) -> tuple[dict[str, Arr], dict[str, Arr]]:
+    """The candidates of the ladders with ``aligns`` (per cut dim) and the RF choices
+    ``rf_opts`` whose SRAM tile (and, with a template that splits the RF, PE working set) fits."""
+    ladders = {d: _ladder(prob.dims[d], aligns[d]) for d in _CUT}
     axes = [np.array(ladders[d], dtype=np.float64) for d in _CUT]
     axes.append(np.arange(len(rf_opts), dtype=np.float64))
     # the cartesian product in itertools.product order (last axis fastest), one row per axis
@@ -209,10 +252,11 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     for d in DIMS:
         tile.setdefault(d, float(prob.dims[d]))
     choice = grid[-1].astype(int)
-    rf = {d: np.array([o[d] for o in rf_opts], dtype=np.float64)[choice] for d in tpl.rf_split}
+    split = tpl.rf_split if tpl is not None else ()
+    rf = {d: np.array([o[d] for o in rf_opts], dtype=np.float64)[choice] for d in split}
     need = 2.0 * sum(tile_bytes(prob, name, tile, NP) for name in OPERANDS)
     ok = need <= chip.sram.capacity_bytes
-    if tpl.rf_split:
+    if tpl is not None and tpl.rf_split:
         ok &= rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9
     kept = grid[:, ok]  # one row per axis
     fit: dict[str, Arr] = {d: kept[i] for i, d in enumerate(_CUT)}
@@ -281,31 +325,120 @@ def _ranked(
     return _picks(flat, top_k, tile, rf, tpl)
 
 
+SEEDS = 32
+"""Candidates with the lowest bounds a bounded latency search evaluates first (per pick asked)."""
+
+
 def _search_latency(
     prob: Problem, tpl: Template, chip: Chip, top_k: int, key: tuple[Any, ...]
 ) -> list[tuple[float, Mapping]]:
-    """:func:`_search` for latency: only the total cycles of every candidate and order are
-    computed (element for element as :func:`evaluate_orders` gives them, so the picks are the
-    same), then each pick is analyzed alone in plain floats (bit for bit the same figures).
-    The candidates and their timing inputs are reused across chips that differ only in DRAM
-    bandwidth, latency, clock or calibration: only the timing is recomputed."""
+    """:func:`_search` for latency, bounded: every candidate gets a lower bound on its total
+    cycles in any loop order (:func:`~infersim.dataflow.loopnest.figures.lower_bound_cycles`);
+    the :data:`SEEDS` candidates with the lowest bounds are evaluated exactly; their ``top_k``-th
+    best time prunes every candidate whose bound exceeds it; the rest are evaluated exactly
+    (element for element as :func:`evaluate_orders` gives them) and ranked in the exhaustive
+    search's order, so the picks are the exhaustive search's. Each pick is then analyzed alone
+    in plain floats. What the bounds and the exact times are made of but the DRAM bandwidth,
+    the clock and the calibration do not change is reused across chips that differ only in
+    those (:data:`_SEARCHES`)."""
 
-    def search() -> tuple[dict[str, Arr], dict[str, Arr], TimingInputs] | None:
+    def search() -> tuple[dict[str, Arr], dict[str, Arr], Prepared] | None:
         tile, rf = _candidates(prob, tpl, chip)
         if not tile or len(tile["G"]) == 0:
             return None
-        return tile, rf, timing_inputs(prob, tpl, chip, tile, ORDERS, rf)
+        return tile, rf, prepare(prob, tpl, chip, tile, rf)
 
     found = _search_cache((*key, geometry_key(chip), "latency"), search)
     if found is None:
         return []
-    tile, rf, inputs = found
-    flat = (total_cycles_of(prob, tpl, chip, inputs) / chip.freq_hz).reshape(-1)  # order-major
+    tile, rf, prep = found
+    kept = _bounded(prob, tpl, chip, prep, top_k)
+    seconds = total_cycles_at(prob, tpl, chip, prep, ORDERS, kept) / chip.freq_hz
+    sub = {d: v[kept] for d, v in tile.items()}
+    sub_rf = {d: v[kept] for d, v in rf.items()}
     out = []
-    for _, _, tiling in _picks(flat, top_k, tile, rf, tpl):
+    for _, _, tiling in _picks(seconds.reshape(-1), top_k, sub, sub_rf, tpl):  # order-major
         mapping = build_mapping(prob, tpl, chip, tiling)
         out.append((mapping.time_s, mapping))
     return out
+
+
+def _bounded(
+    prob: Problem, tpl: Template, chip: Chip, prep: Prepared, top_k: int
+) -> npt.NDArray[np.intp]:
+    """Indices (ascending) of the candidates whose lower bound does not exceed the ``top_k``-th
+    best exact time of the :data:`SEEDS` best-bounded ones: every candidate that can be among the
+    ``top_k`` best (ties included). All of them when a bound or a seed's time is not finite."""
+    n = len(prep.cycles)
+    every = np.arange(n)
+    seeds = SEEDS * top_k
+    if n <= 2 * seeds:
+        return every
+    bound = lower_bound_cycles(prob, tpl, chip, prep)
+    if not np.isfinite(bound).all():
+        return every
+    first = np.sort(np.argpartition(bound, seeds - 1)[:seeds])
+    times = total_cycles_at(prob, tpl, chip, prep, ORDERS, first).reshape(-1)
+    limit = np.partition(times, top_k - 1)[top_k - 1]
+    if not np.isfinite(limit):
+        return every
+    return np.flatnonzero(bound <= limit)
+
+
+def _traffic_aligns(chip: Chip) -> dict[str, tuple[int, ...]]:
+    """Per cut dim, the array sides some template lays it on (the union of their ladders)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for d in _CUT:
+        sides = {chip.array.rows for t in TEMPLATES.values() if d in t.rows}
+        sides |= {chip.array.cols for t in TEMPLATES.values() if d in t.cols}
+        out[d] = tuple(sorted(sides))
+    return out
+
+
+def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
+    """The tiling of the candidate grid (every template's ladders) and DRAM loop order that
+    moves the fewest DRAM bytes with its double-buffered SRAM tile fitting; the first in
+    ladder and order sequence among equals. None when nothing fits."""
+    tile, _ = _grid(prob, None, chip, _traffic_aligns(chip), [{}])
+    if not tile or len(tile["G"]) == 0:
+        return None
+    counts = {d: NP.ceil_div(float(prob.dims[d]), tile[d]) for d in DIMS}
+    reads, writes, _ = dram_traffic(prob, counts, ORDERS, 1, NP)
+    shape = (len(ORDERS), len(tile["G"]))
+    moved = np.zeros(shape)
+    for n in OPERANDS:
+        moved = moved + np.broadcast_to(reads[n] + writes[n], shape)
+    o, i = divmod(int(np.argmin(moved.reshape(-1))), shape[1])
+    return Tiling(tile={d: int(tile[d][i]) for d in DIMS}, order=ORDERS[o])
+
+
+def map_traffic(op: OpBase, chip: Chip) -> Mapping:
+    """The mapping of one repetition of ``op`` on ONE core of ``chip`` (its SRAM) that moves
+    the fewest DRAM bytes: the level of a memory hierarchy whose tiling serves reuse, not a
+    dataflow (the analytic engine's shared-SRAM level, see
+    :func:`infersim.simulator.engines.analytic.level_views`). Its traffic and DRAM figures are
+    the tiling's; its fold figures are those of the weight-stationary template and mean nothing
+    at this level. The search depends on the SRAM capacity, the array sides (the ladders) and
+    the op; it is cached by those.
+
+    Raises:
+        InfersimError: an op kind without a loop nest, or no tile fits the SRAM.
+    """
+    prob = problem_of(op)
+    key = (op.signature(), chip.key, "traffic")
+    found = _CACHE.get(key)
+    if found is None:
+        geometry = (chip.sram.capacity_bytes, chip.array.rows, chip.array.cols)
+        tiling = _search_cache((op.signature(), "traffic", geometry),
+                               lambda: _fewest_bytes(prob, chip))  # fmt: skip
+        if tiling is None:
+            raise InfersimError(
+                f"no tiling of {op.kind} {op.name!r} fits {chip.sram.capacity_bytes} B of SRAM "
+                f"(chip {chip.name!r})"
+            )
+        found = (build_mapping(prob, TEMPLATES["ws"], chip, tiling),)
+        _CACHE.put(key, found)
+    return found[0]
 
 
 @overload
@@ -368,5 +501,5 @@ def map_op(
 
 __all__ = [
     "DATAFLOWS", "OBJECTIVES", "ORDERS", "STATS", "TILEABLE", "clear_cache", "geometry_key",
-    "map_op", "mapping_cost",
+    "map_op", "map_traffic", "mapping_cost",
 ]

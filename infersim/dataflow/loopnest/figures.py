@@ -16,7 +16,7 @@ One evaluation, :func:`figures_of`, serves both callers: :func:`evaluate_orders`
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from infersim.dataflow.loopnest.problem import (
     footprint,
     nest_of,
     tile_bytes,
+    total_footprint,
 )
 from infersim.dataflow.loopnest.tiles import all_tiles, tile_classes
 from infersim.dataflow.templates import OPERANDS, Template
@@ -73,30 +74,87 @@ def evaluate_orders(
     return figures_of(nest_of(prob, tpl, chip), tile, orders, rf, NP)
 
 
-TimingInputs = tuple[Arr, Any, Figures, Arr]
-"""What :func:`total_cycles_of` needs of a batch of candidates: summed fold cycles, dealt DRAM
-iterations, SRAM bytes per operand of one tile, DRAM bytes. None of it depends on the DRAM
-bandwidth, the clock or the calibration: a chip that differs only in those re-times it."""
+class Prepared(NamedTuple):
+    """What the timing of a batch of candidates needs and no DRAM bandwidth, clock or
+    calibration changes (a chip that differs only in those re-times it): see :func:`prepare`."""
+
+    cycles: Arr
+    """Fold cycles summed over every SRAM tile, per candidate."""
+    counts: Figures
+    """SRAM tiles along each dim of :data:`DIMS`, per candidate."""
+    sram: Figures
+    """Bytes per operand of one SRAM tile, per candidate."""
+    compulsory: Arr
+    """DRAM bytes every loop order moves at least: each operand's tiles once (input halos
+    included), the output written once at its epilogue scale."""
+    tiles: Arr
+    """SRAM tiles per candidate."""
 
 
-def timing_inputs(
-    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, orders: Orders, rf: Candidates
-) -> TimingInputs:
-    """The bandwidth- and clock-independent part of :func:`total_cycles_orders`."""
+def prepare(
+    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, rf: Candidates
+) -> Prepared:
+    """The :class:`Prepared` figures of candidate tilings ``tile`` with RF factors ``rf``."""
     nest = nest_of(prob, tpl, chip)
     classes = tile_classes(prob, tile, NP)
-    sums = all_tiles(nest, classes, rf, NP, cycles_only=True)
-    reads, writes, iterations = dram_traffic(prob, classes.counts, orders, chip.cores, NP)
-    dram_bytes = sum(reads[name] + writes[name] for name in OPERANDS)
+    cycles = all_tiles(nest, classes, rf, NP, cycles_only=True)["cycles"]
+    counts = classes.counts
+    ob = prob.operand_bytes
+    compulsory = sum(
+        total_footprint(prob, name, counts) * ob[name]
+        * (prob.output_write_scale if name == "output" else 1.0)
+        for name in OPERANDS
+    )
     sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
-    return sums["cycles"], iterations, sram, dram_bytes
+    tiles = np.broadcast_to(prod(counts.values()), cycles.shape)
+    return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles)
 
 
-def total_cycles_of(prob: Problem, tpl: Template, chip: Chip, inputs: TimingInputs) -> Arr:
-    """Total cycles of every candidate and order from its :func:`timing_inputs` (computed on
-    any chip of the same array, register file, SRAM and cores) on ``chip``."""
-    cycles, iterations, sram, dram_bytes = inputs
-    time = _time(nest_of(prob, tpl, chip), cycles, iterations, sram, dram_bytes, NP)
+LOWER_BOUND_MARGIN = 1e-9
+"""Relative slack :func:`lower_bound_cycles` leaves below its bound, so that no rounding of the
+two evaluations' different operations can put a bound above the figure it bounds."""
+
+
+def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared) -> Arr:
+    """Per candidate, a bound no loop order's ``total_cycles`` falls below, from the figures
+    that do not depend on the order:
+
+    - the cores used are min(tiles, cores) in every order (the outer loops are dealt until the
+      dealt iterations reach the cores, or every loop is dealt), so the first load and the last
+      store are exact;
+    - the dealt compute cycles are at least the fold cycles over the cores used (equal when
+      every tile gets a core: one wave);
+    - DRAM moves at least the compulsory bytes, and the transfers beyond the first load and the
+      last store overlap compute at best.
+    """
+    nest = nest_of(prob, tpl, chip)
+    _, _, chip, rate = nest
+    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
+    bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
+    per_cycle = (
+        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
+    )
+    used = np.minimum(prep.tiles, float(cores)) if cores > 1 else 1.0
+    first = used * (prep.sram["input"] + prep.sram["weight"]) / per_cycle
+    last = used * prep.sram["output"] / per_cycle
+    compute = np.maximum(np.ceil(prep.cycles / used - 1e-9) - 1, float(bound_cycles))
+    busy = compute / chip.calibration.compute(prob.mac_class)
+    overlap = np.maximum(first + busy + last, prep.compulsory / per_cycle)
+    return (overlap + chip.dram.latency_s * chip.freq_hz) * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
+
+
+def total_cycles_at(
+    prob: Problem, tpl: Template, chip: Chip, prep: Prepared, orders: Orders, idx: Any
+) -> Arr:
+    """The ``total_cycles`` figure of :func:`evaluate_orders` of the candidates ``idx`` (an
+    index array into the prepared ones), shape (orders, len(idx)): the same operations, element
+    for element, as the full call makes for them (a loop no chosen candidate iterates is left
+    out, which changes no product)."""
+    counts = {d: v[idx] for d, v in prep.counts.items()}
+    reads, writes, iterations = dram_traffic(prob, counts, orders, chip.cores, NP)
+    dram_bytes = sum(reads[name] + writes[name] for name in OPERANDS)
+    sram = {name: v[idx] for name, v in prep.sram.items()}
+    time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], iterations, sram, dram_bytes, NP)
     return time["total_cycles"]  # type: ignore[no-any-return]
 
 
@@ -104,8 +162,9 @@ def total_cycles_orders(
     prob: Problem, tpl: Template, chip: Chip, tile: Candidates, orders: Orders, rf: Candidates
 ) -> Arr:
     """The ``total_cycles`` figure of :func:`evaluate_orders` alone, shape (orders, candidates):
-    the same operations, in the same order, as the full call makes for it."""
-    return total_cycles_of(prob, tpl, chip, timing_inputs(prob, tpl, chip, tile, orders, rf))
+    the same operations, in the same order, as the full call makes for them."""
+    prep = prepare(prob, tpl, chip, tile, rf)
+    return total_cycles_at(prob, tpl, chip, prep, orders, np.arange(len(prep.cycles)))
 
 
 def figures_of(

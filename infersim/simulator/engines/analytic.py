@@ -5,7 +5,8 @@ A chip with a shared SRAM (a GPU's L2, a TPU's CMEM) is costed at two levels, be
 do not fetch from DRAM directly: the cores' tiles are mapped against the shared SRAM (its
 bandwidth feeds them, each core re-fetching what it needs), and the DRAM traffic is that of a
 mapping whose tiles are sized for the shared SRAM itself (one fetch of what all the cores
-share). Time = the larger of the two levels' times. A chip without a shared SRAM maps straight
+share: the tiling that moves the fewest DRAM bytes, as a cache that serves reuse would).
+Time = the larger of the two levels' times. A chip without a shared SRAM maps straight
 from DRAM.
 
 For a mapped op, time = the mapping's time (per SRAM tile the larger of compute and transfer
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow import energy, map_op
+from infersim.dataflow import energy, map_op, map_traffic
 from infersim.simulator.engines import roofline
 from infersim.simulator.results import Bound, OpCost
 from infersim.workloads.ops import Conv2d, Gemm, OpBase
@@ -75,7 +76,7 @@ def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
     else:
         cores_view, shared_view = level_views(chip)
         mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
-        outer = map_op(op, shared_view, dataflow="best", objective="energy")
+        outer = map_traffic(op, shared_view)
         dram_bytes = outer.dram_bytes
         bandwidth = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
         dram_s = dram_bytes / bandwidth + chip.dram.latency_s

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow import map_op
+from infersim.dataflow import map_op, map_traffic
 from infersim.dataflow.loopnest import Mapping, problem_of
 from infersim.simulator.engines import analytic, roofline
 from infersim.simulator.engines.events.plan import work_plan
@@ -116,7 +116,7 @@ def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int) -> tuple[O
     else:
         cores_view, shared_view = analytic.level_views(chip)
         mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
-        outer = map_op(op, shared_view, dataflow="best", objective="energy")
+        outer = map_traffic(op, shared_view)
         res = _run_mapping(op, chip, mapping, max_blocks, outer)
     cal, freq = chip.calibration, chip.freq_hz
     vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
