@@ -352,8 +352,8 @@ def _search_latency(
     if found is None:
         return []
     tile, rf, prep = found
-    kept = _bounded(prob, tpl, chip, prep, top_k)
-    seconds = total_cycles_at(prob, tpl, chip, prep, ORDERS, kept) / chip.freq_hz
+    kept, cycles = _bounded(prob, tpl, chip, prep, top_k)
+    seconds = cycles / chip.freq_hz
     sub = {d: v[kept] for d, v in tile.items()}
     sub_rf = {d: v[kept] for d, v in rf.items()}
     out = []
@@ -365,24 +365,25 @@ def _search_latency(
 
 def _bounded(
     prob: Problem, tpl: Template, chip: Chip, prep: Prepared, top_k: int
-) -> npt.NDArray[np.intp]:
-    """Indices (ascending) of the candidates whose lower bound does not exceed the ``top_k``-th
-    best exact time of the :data:`SEEDS` best-bounded ones: every candidate that can be among the
-    ``top_k`` best (ties included). All of them when a bound or a seed's time is not finite."""
+) -> tuple[npt.NDArray[np.intp], Arr]:
+    """The candidates (indices, ascending) whose lower bound does not exceed the ``top_k``-th
+    best exact time of the :data:`SEEDS` best-bounded ones (every candidate that can be among
+    the ``top_k`` best, ties included; all of them when a bound or a seed's time is not
+    finite), with their total cycles per order, shape (orders, kept)."""
     n = len(prep.cycles)
-    every = np.arange(n)
     seeds = SEEDS * top_k
-    if n <= 2 * seeds:
-        return every
-    bound = lower_bound_cycles(prob, tpl, chip, prep)
-    if not np.isfinite(bound).all():
-        return every
+    bound = lower_bound_cycles(prob, tpl, chip, prep) if n > 2 * seeds else None
+    if bound is None or not np.isfinite(bound).all():
+        every = np.arange(n)
+        return every, total_cycles_at(prob, tpl, chip, prep, ORDERS, every)
     first = np.sort(np.argpartition(bound, seeds - 1)[:seeds])
-    times = total_cycles_at(prob, tpl, chip, prep, ORDERS, first).reshape(-1)
-    limit = np.partition(times, top_k - 1)[top_k - 1]
-    if not np.isfinite(limit):
-        return every
-    return np.flatnonzero(bound <= limit)
+    times = total_cycles_at(prob, tpl, chip, prep, ORDERS, first)
+    limit = np.partition(times.reshape(-1), top_k - 1)[top_k - 1]
+    kept = np.flatnonzero(bound <= limit) if np.isfinite(limit) else np.arange(n)
+    at = np.searchsorted(first, kept)
+    if np.all(at < len(first)) and np.array_equal(first[np.minimum(at, len(first) - 1)], kept):
+        return kept, times[:, at]  # every kept candidate was a seed: priced already
+    return kept, total_cycles_at(prob, tpl, chip, prep, ORDERS, kept)
 
 
 def _traffic_aligns(chip: Chip) -> dict[str, tuple[int, ...]]:
