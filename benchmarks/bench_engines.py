@@ -44,7 +44,7 @@ def clear_caches() -> None:
 
     clear_cache()
     events.clear_cache()
-    analytic._VIEWS.clear()
+    analytic.clear_cache()
 
 
 def best(fn: Callable[[], object], cold: bool) -> float:

@@ -19,15 +19,28 @@ cores' fetches at shared-SRAM cost) plus the vector work.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
+from typing import Any
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op, map_traffic
-from infersim.simulator.engines import roofline
+from infersim.simulator.engines import roofline, store
 from infersim.simulator.results import Bound, OpCost
 from infersim.workloads.ops import Conv2d, Gemm, OpBase
 
 _VIEWS: OrderedDict[str, tuple[Chip, Chip]] = OrderedDict()
 _VIEWS_MAX = 64
+
+_COSTS: OrderedDict[tuple[Any, ...], OpCost] = OrderedDict()
+_COSTS_MAX = 16384
+"""Finished op costs by (op signature, chip key, dataflow): the warm path of :func:`cost` (the
+persistent :mod:`~infersim.simulator.engines.store` keeps them across processes)."""
+
+
+def clear_cache() -> None:
+    """Forget every memoized level view and op cost (the mapper's caches are its own)."""
+    _VIEWS.clear()
+    _COSTS.clear()
 
 
 def level_views(chip: Chip) -> tuple[Chip, Chip]:
@@ -68,6 +81,24 @@ def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
     """
     if not isinstance(op, Gemm | Conv2d):
         return roofline.cost(op, chip)
+    sig = op.signature()
+    key = (sig, chip.key, dataflow)
+    found = _COSTS.get(key)
+    if found is None:
+        disk = store.store()
+        stored = store.cost_key(sig, chip.key, dataflow) if disk is not None else ""
+        found = disk.get(stored) if disk is not None else None
+        if found is None:
+            found = _cost(op, chip, dataflow)
+            if disk is not None:
+                disk.put(stored, found)
+        _COSTS[key] = found
+        while len(_COSTS) > _COSTS_MAX:
+            _COSTS.popitem(last=False)
+    return replace(found, name=op.name, count=op.count)
+
+
+def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
     cal = chip.calibration
     if chip.shared_sram is None:
         mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
