@@ -292,8 +292,6 @@ def _search(
 ) -> list[tuple[float, Mapping]]:
     """The ``top_k`` cheapest mappings of ``prob`` with ``tpl`` (empty when nothing fits);
     ``key`` (the op's signature and the template) names the search in :data:`_SEARCHES`."""
-    if objective == "latency":
-        return _search_latency(prob, tpl, chip, top_k, key)
     if objective == "energy":  # the picks do not depend on time: cached by geometry + energy
         energy_key = chip.energy.model_dump_json()
         tilings = _search_cache(
@@ -330,37 +328,78 @@ SEEDS = 32
 
 
 def _search_latency(
-    prob: Problem, tpl: Template, chip: Chip, top_k: int, key: tuple[Any, ...]
-) -> list[tuple[float, Mapping]]:
-    """:func:`_search` for latency, bounded: every candidate gets a lower bound on its total
-    cycles in any loop order (:func:`~infersim.dataflow.loopnest.figures.lower_bound_cycles`);
-    the :data:`SEEDS` candidates with the lowest bounds are evaluated exactly; their ``top_k``-th
-    best time prunes every candidate whose bound exceeds it; the rest are evaluated exactly
-    (element for element as :func:`evaluate_orders` gives them) and ranked in the exhaustive
-    search's order, so the picks are the exhaustive search's. Each pick is then analyzed alone
-    in plain floats. What the bounds and the exact times are made of but the DRAM bandwidth,
-    the clock and the calibration do not change is reused across chips that differ only in
-    those (:data:`_SEARCHES`)."""
+    prob: Problem, names: list[str], chip: Chip, top_k: int, sig: tuple[Any, ...]
+) -> list[tuple[float, int, Mapping]]:
+    """The ``top_k`` fastest mappings of ``prob`` over the templates ``names`` as (seconds,
+    template rank, mapping), in the exhaustive search's order: by time, then template rank, then
+    the template's own order (its candidates, order-major).
 
-    def search() -> tuple[dict[str, Arr], dict[str, Arr], Prepared] | None:
-        tile, rf = _candidates(prob, tpl, chip)
-        if not tile or len(tile["G"]) == 0:
-            return None
-        return tile, rf, prepare(prob, tpl, chip, tile, rf)
+    One bounded pass over the candidates of every template at once: each candidate gets a
+    lower bound on its total cycles in any loop order
+    (:func:`~infersim.dataflow.loopnest.figures.lower_bound_cycles`); the :data:`SEEDS`
+    candidates with the lowest bounds are priced exactly; their ``top_k``-th best time prunes
+    every candidate whose bound exceeds it; the rest are priced exactly (element for element as
+    :func:`evaluate_orders` prices them). Only the picks are analyzed in full, in plain floats.
+    What the bounds and the exact times are made of but the DRAM bandwidth, the clock and the
+    calibration do not change is kept per template across chips that differ only in those
+    (:data:`_SEARCHES`)."""
+    parts = []
+    for rank, name in enumerate(names):
+        tpl = TEMPLATES[name]
 
-    found = _search_cache((*key, geometry_key(chip), "latency"), search)
-    if found is None:
+        def search(tpl: Template = tpl) -> tuple[dict[str, Arr], dict[str, Arr], Prepared] | None:
+            tile, rf = _candidates(prob, tpl, chip)
+            if not tile or len(tile["G"]) == 0:
+                return None
+            return tile, rf, prepare(prob, tpl, chip, tile, rf)
+
+        found = _search_cache((sig, name, geometry_key(chip), "latency"), search)
+        if found is not None:
+            parts.append((rank, tpl, *found))
+    if not parts:
         return []
-    tile, rf, prep = found
-    kept, cycles = _bounded(prob, tpl, chip, prep, top_k)
-    seconds = cycles / chip.freq_hz
-    sub = {d: v[kept] for d, v in tile.items()}
-    sub_rf = {d: v[kept] for d, v in rf.items()}
+    preps = [part[4] for part in parts]
+    joint = _concat(preps)
+    kept, cycles = _bounded(prob, parts[0][1], chip, joint, top_k)
+    seconds = cycles / chip.freq_hz  # (orders, kept)
+    # where each kept candidate comes from: its part, its index there, the part's size
+    starts = np.cumsum([0] + [len(p.cycles) for p in preps])
+    which = np.searchsorted(starts, kept, side="right") - 1
+    local = kept - starts[which]
+    sizes = np.diff(starts)[which]
+    ranks = np.array([part[0] for part in parts])[which]
+    o = np.arange(len(ORDERS))[:, None]
+    flat_in_part = o * sizes + local  # the template's own order-major index
+    order = np.lexsort((flat_in_part.reshape(-1), np.broadcast_to(ranks, seconds.shape).reshape(-1),
+                        seconds.reshape(-1)))[:top_k]  # fmt: skip
     out = []
-    for _, _, tiling in _picks(seconds.reshape(-1), top_k, sub, sub_rf, tpl):  # order-major
-        mapping = build_mapping(prob, tpl, chip, tiling)
-        out.append((mapping.time_s, mapping))
+    for pick in order:
+        oi, j = divmod(int(pick), len(kept))
+        rank, tpl, tile, rf, _ = parts[which[j]]
+        i = int(local[j])
+        chosen = {d: int(tile[d][i]) for d in DIMS}
+        factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
+        mapping = build_mapping(prob, tpl, chip, Tiling(tile=chosen, order=ORDERS[oi], rf=factors))
+        out.append((mapping.time_s, rank, mapping))
     return out
+
+
+def _concat(preps: list[Prepared]) -> Prepared:
+    """The :class:`Prepared` figures of several templates' candidates, one after another."""
+    if len(preps) == 1:
+        return preps[0]
+
+    def cat(values: list[Any]) -> Arr:
+        return np.concatenate([np.broadcast_to(v, p.cycles.shape) for v, p in zip(values, preps,
+                                                                                    strict=True)])
+
+    return Prepared(
+        cycles=cat([p.cycles for p in preps]),
+        counts={d: cat([p.counts[d] for p in preps]) for d in preps[0].counts},
+        sram={n: cat([p.sram[n] for p in preps]) for n in preps[0].sram},
+        compulsory=cat([p.compulsory for p in preps]),
+        tiles=cat([p.tiles for p in preps]),
+    )
 
 
 def _bounded(
@@ -480,13 +519,21 @@ def map_op(
     prob = problem_of(op)
     chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
     names = list(TEMPLATES) if dataflow == "best" else [dataflow]
+    sig = op.signature()
     ranked: list[tuple[float, int, Mapping]] = []
-    for rank, name in enumerate(names):
-        key = (op.signature(), chip.key, name, objective, top_k)
+    if objective == "latency":  # every template in one bounded pass
+        key: tuple[Any, ...] = (sig, chip.key, dataflow, objective, top_k)
+        found = _CACHE.get(key)
+        if found is None:
+            found = tuple(m for _, _, m in _search_latency(prob, names, chip, top_k, sig))
+            _CACHE.put(key, found)
+        ranked = [(m.time_s, 0, m) for m in found]
+    for rank, name in enumerate(names if objective != "latency" else []):
+        key = (sig, chip.key, name, objective, top_k)
         found = _CACHE.get(key)
         if found is None:
             found = tuple(m for _, m in _search(prob, TEMPLATES[name], chip, objective, top_k,
-                                                (op.signature(), name)))
+                                                (sig, name)))
             _CACHE.put(key, found)
         ranked.extend((mapping_cost(m, chip, objective), rank, m) for m in found)
     if not ranked:

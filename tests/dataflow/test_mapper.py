@@ -129,3 +129,39 @@ def test_a_1024_cube_gemm_maps_on_128x128() -> None:
     best = map_op(op, chip, "best")
     assert best.fits
     assert best.compute_cycles >= op.m * op.n * op.k / chip.macs_per_cycle("int8")
+
+
+@pytest.mark.parametrize("chip_name", ["h100-sxm", "tpu-v4", "eyeriss-v1", "edge-npu"])
+@pytest.mark.parametrize("top_k", [1, 3])
+def test_best_latency_is_the_merge_of_every_template(chip_name: str, top_k: int) -> None:
+    """One bounded pass over every template gives what searching each template alone and
+    merging by (time, template rank) gives (the exhaustive search's order)."""
+    from infersim.simulator.engines.analytic import level_views
+
+    chip = load_chip(chip_name)
+    if chip.shared_sram is not None:
+        chip = level_views(chip)[0]
+    dtype = next(d for d in ("bf16", "int8", "int16") if d in chip.array.macs_per_pe_per_cycle)
+    ops = [
+        Gemm(m=m, k=k, n=n, a_dtype=dtype, b_dtype=dtype, out_dtype=dtype)
+        for m, k, n in ((1, 4096, 4096), (64, 4096, 14336), (2048, 14336, 4096), (4097, 128, 64))
+    ] + [
+        Conv2d(in_h=28, in_w=28, kernel_h=3, kernel_w=3, in_channels=64, out_channels=128,
+               dtype=dtype, weight_dtype=dtype, out_dtype=dtype, stride=s)
+        for s in (1, 2)
+    ]  # fmt: skip
+    for op in ops:
+        merged = []
+        for rank, name in enumerate(TEMPLATES):
+            try:
+                found = map_op(op, chip, name, "latency", top_k)
+            except InfersimError:
+                continue
+            for m in [found] if top_k == 1 else found:  # type: ignore[list-item]
+                merged.append((m.time_s, rank, m))
+        merged.sort(key=lambda item: (item[0], item[1]))
+        best = map_op(op, chip, "best", "latency", top_k)
+        got = [best] if top_k == 1 else best
+        assert [(m.dataflow, m.tiling, m.time_s) for m in got] == [  # type: ignore[union-attr]
+            (m.dataflow, m.tiling, m.time_s) for _, _, m in merged[:top_k]
+        ]
