@@ -234,35 +234,31 @@ def _grid(
 ) -> tuple[dict[str, Arr], dict[str, Arr]]:
     """The candidates of the ladders with ``aligns`` (per cut dim) and the RF choices
     ``rf_opts`` whose SRAM tile (and, with a template that splits the RF, PE working set) fits."""
-    ladders = {d: _ladder(prob.dims[d], aligns[d]) for d in _CUT}
-    axes = [np.array(ladders[d], dtype=np.float64) for d in _CUT]
-    axes.append(np.arange(len(rf_opts), dtype=np.float64))
-    # the cartesian product in itertools.product order (last axis fastest), one row per axis
-    total = 1
-    for a in axes:
-        total *= len(a)
-    grid = np.empty((len(axes), total))
-    inner = total
-    for j, a in enumerate(axes):
-        inner //= len(a)
-        grid[j].reshape(-1, len(a), inner)[...] = a[:, None]
-    # the dims never cut enter the fit test as one float (numpy broadcasts it: element for
-    # element the same operations as on a column of that value)
-    tile: dict[str, Any] = {d: grid[i] for i, d in enumerate(_CUT)}
+    axes = [np.array(_ladder(prob.dims[d], aligns[d]), dtype=np.float64) for d in _CUT]
+    split = tpl.rf_split if tpl is not None else ()
+    options = np.array([[o[d] for d in split] for o in rf_opts], dtype=np.float64)
+    shape = (*(len(a) for a in axes), len(rf_opts))  # the grid in itertools.product order
+
+    def along(j: int, values: Arr) -> Arr:  # ``values`` on axis j of the grid
+        return values.reshape([len(values) if i == j else 1 for i in range(len(shape))])
+
+    # each figure broadcasts over the axes it depends on (element for element the operations
+    # of a grid of columns); the dims never cut enter as one float
+    tile: dict[str, Any] = {d: along(i, a) for i, (d, a) in enumerate(zip(_CUT, axes,
+                                                                            strict=True))}
     for d in DIMS:
         tile.setdefault(d, float(prob.dims[d]))
-    choice = grid[-1].astype(int)
-    split = tpl.rf_split if tpl is not None else ()
-    rf = {d: np.array([o[d] for o in rf_opts], dtype=np.float64)[choice] for d in split}
+    rf = {d: along(len(_CUT), options[:, i]) for i, d in enumerate(split)}
     need = 2.0 * sum(tile_bytes(prob, name, tile, NP) for name in OPERANDS)
-    ok = need <= chip.sram.capacity_bytes
+    ok = np.broadcast_to(need <= chip.sram.capacity_bytes, shape)
     if tpl is not None and tpl.rf_split:
-        ok &= rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9
-    kept = grid[:, ok]  # one row per axis
-    fit: dict[str, Arr] = {d: kept[i] for i, d in enumerate(_CUT)}
+        ok = ok & (rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9)
+    at = np.unravel_index(np.flatnonzero(ok), shape)
+    fit: dict[str, Arr] = {d: a[at[i]] for i, (d, a) in enumerate(zip(_CUT, axes, strict=True))}
+    n = len(at[0])
     for d in DIMS:
-        fit.setdefault(d, np.full(kept.shape[1], float(prob.dims[d])))
-    return fit, {d: v[ok] for d, v in rf.items()}
+        fit.setdefault(d, np.full(n, float(prob.dims[d])))
+    return fit, {d: options[at[-1], i] for i, d in enumerate(split)}
 
 
 def _picks(
@@ -343,31 +339,18 @@ def _search_latency(
     What the bounds and the exact times are made of but the DRAM bandwidth, the clock and the
     calibration do not change is kept per template across chips that differ only in those
     (:data:`_SEARCHES`)."""
-    parts = []
-    for rank, name in enumerate(names):
-        tpl = TEMPLATES[name]
-
-        def search(tpl: Template = tpl) -> tuple[dict[str, Arr], dict[str, Arr], Prepared] | None:
-            tile, rf = _candidates(prob, tpl, chip)
-            if not tile or len(tile["G"]) == 0:
-                return None
-            return tile, rf, prepare(prob, tpl, chip, tile, rf)
-
-        found = _search_cache((sig, name, geometry_key(chip), "latency"), search)
-        if found is not None:
-            parts.append((rank, tpl, *found))
-    if not parts:
+    found = _search_cache((sig, tuple(names), geometry_key(chip), "latency"),
+                          lambda: _prepare_all(prob, names, chip))  # fmt: skip
+    if found is None:
         return []
-    preps = [part[4] for part in parts]
-    joint = _concat(preps)
+    parts, joint, starts, part_ranks = found
     kept, cycles = _bounded(prob, parts[0][1], chip, joint, top_k)
     seconds = cycles / chip.freq_hz  # (orders, kept)
     # where each kept candidate comes from: its part, its index there, the part's size
-    starts = np.cumsum([0] + [len(p.cycles) for p in preps])
     which = np.searchsorted(starts, kept, side="right") - 1
     local = kept - starts[which]
     sizes = np.diff(starts)[which]
-    ranks = np.array([part[0] for part in parts])[which]
+    ranks = part_ranks[which]
     o = np.arange(len(ORDERS))[:, None]
     flat_in_part = o * sizes + local  # the template's own order-major index
     order = np.lexsort((flat_in_part.reshape(-1), np.broadcast_to(ranks, seconds.shape).reshape(-1),
@@ -375,13 +358,37 @@ def _search_latency(
     out = []
     for pick in order:
         oi, j = divmod(int(pick), len(kept))
-        rank, tpl, tile, rf, _ = parts[which[j]]
+        rank, tpl, tile, rf = parts[which[j]]
         i = int(local[j])
         chosen = {d: int(tile[d][i]) for d in DIMS}
         factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
         mapping = build_mapping(prob, tpl, chip, Tiling(tile=chosen, order=ORDERS[oi], rf=factors))
         out.append((mapping.time_s, rank, mapping))
     return out
+
+
+_Part = tuple[int, Template, dict[str, Arr], dict[str, Arr]]
+"""A template's rank, the template, its fitting candidates' tile extents and RF factors."""
+
+
+def _prepare_all(
+    prob: Problem, names: list[str], chip: Chip
+) -> tuple[list[_Part], Prepared, npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
+    """The fitting candidates of every template of ``names`` and their :class:`Prepared`
+    figures one template after another, with where each template's candidates start (and the
+    total) and the templates' ranks. None when nothing fits."""
+    parts: list[_Part] = []
+    preps = []
+    for rank, name in enumerate(names):
+        tpl = TEMPLATES[name]
+        tile, rf = _candidates(prob, tpl, chip)
+        if tile and len(tile["G"]):
+            parts.append((rank, tpl, tile, rf))
+            preps.append(prepare(prob, tpl, chip, tile, rf))
+    if not parts:
+        return None
+    starts = np.cumsum([0] + [len(p.cycles) for p in preps])
+    return parts, _concat(preps), starts, np.array([part[0] for part in parts])
 
 
 def _concat(preps: list[Prepared]) -> Prepared:
