@@ -10,9 +10,15 @@ Run: ``.venv/bin/python benchmarks/bench_engines.py`` (``--quick`` skips the rep
    engine cache cleared first; warm = the same call again. Each figure is the best of 3.
 2. a bandwidth-only variant of h100-sxm after the h100-sxm runs: mappings depend on the array,
    SRAMs and dtypes, not on DRAM bandwidth, so this point should cost about a warm one.
-3. points/min of the default report's sweep on the analytic engine vs the roofline;
-4. ``serve`` wall for 10,000 requests on each engine;
-5. CLI start: ``infersim --help`` against ``python -c "import numpy, pydantic"``.
+3. points/min of the default report's sweep (its serving runs included) on the analytic engine
+   vs the same sweep with every engine set to the roofline, in this process;
+4. ``infersim report`` as the README gives it, twice in fresh processes sharing a new cost
+   store (the first run cold, the second answered from disk), against the roofline sweep;
+5. ``serve`` wall for 10,000 requests on each engine;
+6. CLI start: ``infersim --help`` against ``python -c "import numpy, pydantic"``.
+
+In-process figures run with the persistent cost store off (``INFERSIM_CACHE=off``): cold means
+nothing memoized, on disk or in memory.
 
 Targets (issue 13): analytic cold <= 5x roofline cold, warm <= 1.5x; the default report on
 analytic <= 2x the roofline's wall; serve 10,000 requests on analytic <= 1.5x roofline;
@@ -20,6 +26,10 @@ analytic <= 2x the roofline's wall; serve 10,000 requests on analytic <= 1.5x ro
 """
 
 from __future__ import annotations
+
+import os
+
+os.environ["INFERSIM_CACHE"] = "off"  # in-process figures: nothing answered from disk
 
 import statistics
 import subprocess
@@ -101,23 +111,48 @@ def bandwidth_variant() -> None:
           f"2x-bandwidth variant {second * 1e3:.1f} ms ({first / second:.0f}x less)")
 
 
-def report() -> None:
+def _roofline_spec() -> object:
+    """The default report's sweep with every engine (its serving runs too) the roofline."""
     from infersim.explorer.defaults import default_spec
     from infersim.explorer.spec import SweepSpec
+
+    doc = default_spec().model_dump(mode="json", exclude_none=True)
+    doc["engines"] = ["roofline"]
+    if doc.get("serving"):
+        doc["serving"]["engine"] = "roofline"
+    return SweepSpec.model_validate(doc)
+
+
+def report() -> None:
+    from infersim.explorer.defaults import default_spec
     from infersim.explorer.sweep import run_sweep
 
-    base = default_spec()
-    for engine in ("roofline", "analytic"):
-        doc = base.model_dump(mode="json", exclude_none=True)
-        doc["engines"] = [engine]
-        spec = SweepSpec.model_validate(doc)
+    for label, spec in (("roofline", _roofline_spec()), ("analytic (default)", default_spec())):
         clear_caches()
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            summary = run_sweep(spec, Path(tmp) / "r")
+            summary = run_sweep(spec, Path(tmp) / "r")  # type: ignore[arg-type]
             wall = time.perf_counter() - start
-        print(f"default report sweep on {engine}: {summary.points} points in {wall:.1f} s "
+        print(f"default report sweep on {label}: {summary.points} points in {wall:.1f} s "
               f"({summary.points / wall * 60:,.0f} points/min)")
+
+
+def report_cli() -> None:
+    import yaml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "roofline.yaml"
+        spec.write_text(yaml.safe_dump(_roofline_spec().model_dump(mode="json",  # type: ignore[attr-defined]
+                                                                    exclude_none=True)))
+        env = {**os.environ, "INFERSIM_CACHE": "on", "INFERSIM_CACHE_DIR": str(Path(tmp) / "c")}
+        runs = [("roofline", [str(spec)], {**env, "INFERSIM_CACHE": "off"}),
+                ("analytic, cold store", [], env), ("analytic, warm store", [], env)]
+        for label, args, run_env in runs:
+            cmd = [str(BIN / "infersim"), "report", *args, "--out", str(Path(tmp) / "r.html"),
+                   "-q"]
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=run_env)
+            print(f"infersim report ({label}): {time.perf_counter() - start:.1f} s wall")
 
 
 def serve() -> None:
@@ -166,6 +201,7 @@ def main() -> None:
     bandwidth_variant()
     if "--quick" not in sys.argv:
         report()
+        report_cli()
         serve()
     cli_start()
 

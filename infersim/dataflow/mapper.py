@@ -109,13 +109,16 @@ class _LRU:
 _CACHE = _LRU(maxsize=4096)
 """Finished mappings by (op, whole chip, template, objective, top_k): the warm path."""
 
-_SEARCHES: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
-_SEARCHES_MAX = 1024
+_SEARCHES: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
+_SEARCHES_MAX_BYTES = 256 * 1024 * 1024
+_SEARCHES_BYTES = [0]
 """What a search found that does not depend on the DRAM bandwidth, the clock, the DRAM latency
 or the calibration, by (op, :func:`geometry_key`, template, objective, top_k): for latency the
 fitting candidates with their :func:`~infersim.dataflow.loopnest.figures.prepare` figures (a chip
 that differs only in those fields re-times them instead of searching again), for energy the
-chosen tilings (energy depends on traffic, not on time), for :func:`map_traffic` its tiling."""
+chosen tilings (energy depends on traffic, not on time), for :func:`map_traffic` its tiling.
+Each entry is kept with the bytes of its arrays; the least recently used go beyond
+:data:`_SEARCHES_MAX_BYTES` in all."""
 
 STATS = {"searches": 0, "reused": 0}
 """Searches made and searches reused from :data:`_SEARCHES` since :func:`clear_cache`."""
@@ -125,6 +128,7 @@ def clear_cache() -> None:
     """Forget every memoized mapping and search (and reset :data:`STATS`)."""
     _CACHE.clear()
     _SEARCHES.clear()
+    _SEARCHES_BYTES[0] = 0
     STATS.update(searches=0, reused=0)
 
 
@@ -146,17 +150,31 @@ def geometry_key(chip: Chip) -> str:
     return found
 
 
+def _nbytes(value: Any) -> int:
+    """Bytes of the numpy arrays in ``value`` (nested in tuples, lists and dicts)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes) if value.base is None else 0  # a view owns nothing
+    if isinstance(value, tuple | list):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    return 0
+
+
 def _search_cache(key: tuple[Any, ...], make: Any) -> Any:
-    found = _SEARCHES.get(key)
-    if found is None:
-        STATS["searches"] += 1
-        found = make()
-        _SEARCHES[key] = found
-        while len(_SEARCHES) > _SEARCHES_MAX:
-            _SEARCHES.popitem(last=False)
-    else:
+    entry = _SEARCHES.get(key)
+    if entry is not None:
         STATS["reused"] += 1
         _SEARCHES.move_to_end(key)
+        return entry[0]
+    STATS["searches"] += 1
+    found = make()
+    size = _nbytes(found)
+    _SEARCHES[key] = (found, size)
+    _SEARCHES_BYTES[0] += size
+    while _SEARCHES_BYTES[0] > _SEARCHES_MAX_BYTES and len(_SEARCHES) > 1:
+        _, (_, dropped) = _SEARCHES.popitem(last=False)
+        _SEARCHES_BYTES[0] -= dropped
     return found
 
 
