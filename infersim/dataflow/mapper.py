@@ -51,9 +51,11 @@ from infersim.dataflow.loopnest import (
     problem_of,
     rf_need,
     tile_bytes,
+    total_footprint,
 )
 from infersim.dataflow.loopnest.dram import dram_traffic
 from infersim.dataflow.loopnest.figures import (
+    LOWER_BOUND_MARGIN,
     Prepared,
     lower_bound_cycles,
     prepare,
@@ -468,19 +470,35 @@ def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     if not tile or len(tile["G"]) == 0:
         return None
     counts = {d: NP.ceil_div(float(prob.dims[d]), tile[d]) for d in DIMS}
-    reads, writes, _ = dram_traffic(prob, counts, ORDERS, 1, NP)
-    shape = (len(ORDERS), len(tile["G"]))
-    moved = np.zeros(shape)
-    for n in OPERANDS:
-        moved = moved + np.broadcast_to(reads[n] + writes[n], shape)
-    o, i = divmod(int(np.argmin(moved.reshape(-1))), shape[1])
+
+    def moved(idx: Any) -> Arr:  # DRAM bytes of the candidates idx, shape (orders, len(idx))
+        sub = {d: v[idx] for d, v in counts.items()}
+        reads, writes, _ = dram_traffic(prob, sub, ORDERS, chip.cores, NP)
+        shape = (len(ORDERS), len(idx))
+        total = np.zeros(shape)
+        for n in OPERANDS:
+            total = total + np.broadcast_to(reads[n] + writes[n], shape)
+        return total
+
+    # bounded as the latency search is: no order moves fewer than the compulsory bytes
+    n = len(tile["G"])
+    floor = sum(total_footprint(prob, name, counts) * prob.operand_bytes[name]
+                * (prob.output_write_scale if name == "output" else 1.0) for name in OPERANDS)
+    floor = np.broadcast_to(floor, (n,)) * (1.0 - LOWER_BOUND_MARGIN)
+    kept = np.arange(n)
+    if n > 2 * SEEDS:
+        seeds = np.sort(np.argpartition(floor, SEEDS - 1)[:SEEDS])
+        kept = np.flatnonzero(floor <= moved(seeds).min())
+    o, j = divmod(int(np.argmin(moved(kept).reshape(-1))), len(kept))
+    i = int(kept[j])
     return Tiling(tile={d: int(tile[d][i]) for d in DIMS}, order=ORDERS[o])
 
 
 def map_traffic(op: OpBase, chip: Chip) -> Mapping:
-    """The mapping of one repetition of ``op`` on ONE core of ``chip`` (its SRAM) that moves
-    the fewest DRAM bytes: the level of a memory hierarchy whose tiling serves reuse, not a
-    dataflow (the analytic engine's shared-SRAM level, see
+    """The mapping of one repetition of ``op`` on ``chip`` that moves the fewest DRAM bytes
+    (on a chip of several cores, with the copies each core fetches): the level of a memory
+    hierarchy whose tiling serves reuse, not a dataflow (the analytic engine's shared-SRAM
+    level, see
     :func:`infersim.simulator.engines.analytic.level_views`). Its traffic and DRAM figures are
     the tiling's; its fold figures are those of the weight-stationary template and mean nothing
     at this level. The search depends on the SRAM capacity, the array sides (the ladders) and

@@ -165,3 +165,32 @@ def test_best_latency_is_the_merge_of_every_template(chip_name: str, top_k: int)
         assert [(m.dataflow, m.tiling, m.time_s) for m in got] == [  # type: ignore[union-attr]
             (m.dataflow, m.tiling, m.time_s) for _, _, m in merged[:top_k]
         ]
+
+
+@pytest.mark.parametrize("chip_name", ["h100-sxm", "tpu-v4", "eyeriss-v1"])
+def test_map_traffic_moves_the_fewest_dram_bytes_of_the_grid(chip_name: str) -> None:
+    """The bounded traffic search finds the exhaustive minimum of the candidate grid, never
+    below the compulsory bytes, and never above what any latency mapping moves."""
+    import numpy as np
+
+    from infersim.dataflow.loopnest import problem_of
+    from infersim.dataflow.loopnest.dram import dram_traffic
+    from infersim.dataflow.mapper import ORDERS, _grid, _traffic_aligns
+    from infersim.dataflow.templates import DIMS
+
+    chip = load_chip(chip_name)
+    dtype = next(d for d in ("bf16", "int8", "int16") if d in chip.array.macs_per_pe_per_cycle)
+    for m, k, n in ((1, 4096, 4096), (512, 4096, 14336), (2048, 1000, 4097)):
+        op = Gemm(m=m, k=k, n=n, a_dtype=dtype, b_dtype=dtype, out_dtype=dtype)
+        got = mapper_module.map_traffic(op, chip)
+        prob = problem_of(op)
+        tile, _ = _grid(prob, None, chip, _traffic_aligns(chip), [{}])
+        counts = {d: np.ceil(prob.dims[d] / tile[d] - 1e-9) for d in DIMS}
+        reads, writes, _ = dram_traffic(prob, counts, ORDERS, chip.cores, mapper_module.NP)
+        every = sum(np.broadcast_to(reads[x] + writes[x], (len(ORDERS), len(tile["G"])))
+                    for x in ("input", "weight", "output"))  # fmt: skip
+        assert got.dram_bytes == pytest.approx(float(np.min(every)), rel=1e-12)
+        ob = prob.operand_bytes
+        compulsory = m * k * ob["input"] + k * n * ob["weight"] + m * n * ob["output"]
+        assert got.dram_bytes >= compulsory * (1 - 1e-12)
+        assert got.dram_bytes <= map_op(op, chip, "best", "latency").dram_bytes * (1 + 1e-12)
