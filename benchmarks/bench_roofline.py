@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from infersim import Scenario, list_chips, list_models, load_chip, load_model, simulate
 from infersim.errors import UnsupportedDtypeError
+from infersim.simulator.defaults import BASELINE_ENGINE
 
 
 def median_s(fn: Callable[[], object], repeat: int = 30) -> float:
@@ -30,8 +31,8 @@ def main() -> None:
     decode = Scenario(phase="decode", batch=1, context_len=4096)
     prefill = Scenario(phase="prefill", batch=1, prompt_len=2048)
     for label, scenario in (("decode b1 ctx4k", decode), ("prefill 2k", prefill)):
-        wall = median_s(lambda s=scenario: simulate(chip, model, s))
-        result = simulate(chip, model, scenario)
+        wall = median_s(lambda s=scenario: simulate(chip, model, s, engine=BASELINE_ENGINE))
+        result = simulate(chip, model, scenario, engine=BASELINE_ENGINE)
         print(f"llama-3-70b {label:16s} on h100-sxm: {wall * 1e3:7.2f} ms wall "
               f"(predicted latency {result.latency_s * 1e3:.2f} ms, {len(result.ops)} ops)")
 
@@ -43,7 +44,7 @@ def main() -> None:
         for m in models:
             for s in (decode, prefill):
                 try:
-                    simulate(c, m, s)
+                    simulate(c, m, s, engine=BASELINE_ENGINE)
                     done += 1
                 except UnsupportedDtypeError:
                     pass

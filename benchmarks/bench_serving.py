@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python benchmarks/bench_serving.py``. The headline: 10,000 requests of
 llama-3-8b on h100-sxm (Poisson 30 req/s, prompts lognormal median 512 σ 0.6, outputs lognormal
 median 200 σ 0.8), continuous batching, paged KV — wall time and requests simulated per wall
-second. Target: ≤ 10 s on a 2-core machine. Then smaller runs compare static vs continuous
+second, costed on the roofline baseline (``bench_engines.py`` times the default analytic engine).
+Target: ≤ 10 s on a 2-core machine. Then smaller runs compare static vs continuous
 batching, contiguous vs paged KV and prefix caching (``--quick`` skips them).
 """
 
@@ -13,6 +14,7 @@ import sys
 import time
 
 from infersim import load_chip, load_model
+from infersim.simulator.defaults import BASELINE_ENGINE
 from infersim.simulator.serving import (
     ContiguousKV,
     ContinuousBatching,
@@ -36,7 +38,7 @@ def run(arrivals: str, requests: int, prompt: str, output: str, **options: objec
                         shared_prefix_tokens=shared)
     config = ServingConfig(workload=workload, **options)
     start = time.perf_counter()
-    result = simulate_serving(CHIP, MODEL, config)
+    result = simulate_serving(CHIP, MODEL, config, engine=BASELINE_ENGINE)
     return result, time.perf_counter() - start
 
 

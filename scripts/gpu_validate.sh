@@ -9,13 +9,15 @@
 # Without a GPU it proves the plumbing instead: the Triton kernels under the interpreter
 # (correctness), then the cpu backend on the quick suite against the measured host-cpu chip.
 #
-# Environment: VENV (default .venv), PYTHON (default python3), SUITE, CHIP, ENGINE, SEED.
+# Environment: VENV (default .venv), PYTHON (default python3), SUITE, CHIP, ENGINE (default: the
+# CLI's default engine, analytic; roofline for the baseline), SEED.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-ENGINE=${ENGINE:-roofline}
+engine=()
+[ -n "${ENGINE:-}" ] && engine=(--engine "$ENGINE")
 SEED=${SEED:-0}
 start=$(date +%s)
 
@@ -43,7 +45,7 @@ echo "device: $device -> $out"
 if [ "${backend[1]}" = cpu ]; then
   TRITON_INTERPRET=1 run validate --backend interpret --suite tiny --out "$out/interpret.json"
 fi
-run validate "${backend[@]}" --engine "$ENGINE" --out "$out/results.json"
+run validate "${backend[@]}" "${engine[@]}" --out "$out/results.json"
 "$PY" - "$out" <<'PY'
 import json, sys
 from pathlib import Path
@@ -52,6 +54,6 @@ out = Path(sys.argv[1])
 write_results(json.loads((out / "results.json").read_text()), out / "results.csv")
 PY
 run calibrate "$out/results.json" --out "$out/calibrated.yaml" --holdout-frac 0.3 \
-  --seed "$SEED" --engine "$ENGINE" --json > "$out/calibration.json"
-run calibrate "$out/results.json" --holdout-frac 0.3 --seed "$SEED" --engine "$ENGINE"
+  --seed "$SEED" "${engine[@]}" --json > "$out/calibration.json"
+run calibrate "$out/results.json" --holdout-frac 0.3 --seed "$SEED" "${engine[@]}"
 echo "wrote $out/{results.json,results.csv,calibration.json,calibrated.yaml} in $(( $(date +%s) - start )) s"

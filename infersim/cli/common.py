@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from infersim.errors import InfersimError, format_validation_error
-from infersim.simulator.engines import ENGINE_NAMES
+from infersim.simulator.defaults import engine_help
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)  # messages are never hard-wrapped
@@ -137,7 +137,7 @@ EmulationOpt = Annotated[
         help="Cost dtypes the chip lacks as emulated at a wider one",
     ),
 ]
-EngineOpt = Annotated[str, typer.Option("--engine", help=f"Cost engine: {', '.join(ENGINE_NAMES)}")]
+EngineOpt = Annotated[str, typer.Option("--engine", help=engine_help())]
 DataflowOpt = Annotated[
     str,
     typer.Option(

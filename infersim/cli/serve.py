@@ -25,7 +25,7 @@ from infersim.cli.common import (
     user_errors,
 )
 from infersim.errors import InfersimError
-from infersim.simulator.engines import ENGINE_NAMES as ENGINES
+from infersim.simulator.defaults import DEFAULT_ENGINE, engine_help
 from infersim.units import fmt_time
 
 if TYPE_CHECKING:  # the serving simulator (SimPy, pandas) is imported by the command itself
@@ -287,10 +287,9 @@ def register(app: typer.Typer) -> None:
         engine: Annotated[
             str,
             typer.Option(
-                help=f"Cost engine: {', '.join(ENGINES)} (each distinct "
-                "iteration is costed once; roofline is the fast one)"
+                help=engine_help() + "; each distinct iteration is costed once"
             ),
-        ] = "roofline",
+        ] = DEFAULT_ENGINE,
         sweep: Annotated[
             bool,
             typer.Option("--sweep-rate", help="Bisect for the highest rate meeting the SLO"),
@@ -301,7 +300,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Simulate serving a request stream: batching, KV memory, prefix cache, speculative
-        decoding; latency percentiles, throughput and goodput under an SLO."""
+        decoding; latency percentiles, throughput and goodput under an SLO. A run estimated
+        at more than 10,000,000 iterations (a minute or more) is noted with its size first."""
         from infersim.arch_models import load_chip
         from infersim.workloads import load_model
         from infersim.workloads.techniques import parse as parse_stack
@@ -330,6 +330,7 @@ def register(app: typer.Typer) -> None:
                 slo,
                 seed,
             )
+            _note_size(config)
             if sweep:
                 _sweep(the_chip, the_model, config, stack, engine, as_json)
                 return
@@ -360,6 +361,25 @@ def _run(
             bar.update(task, completed=done, total=total)
 
         return simulate_serving(chip, model, config, stack, engine, progress=update)
+
+
+LARGE_RUN_ITERATIONS = 10_000_000
+"""Above this many estimated iterations (a minute or more) ``serve`` notes the size first."""
+
+
+def _note_size(config: ServingConfig) -> None:
+    """A note on stderr when the run will simulate more than :data:`LARGE_RUN_ITERATIONS`
+    iterations, with the estimate and what sets it."""
+    from infersim.simulator.serving.config import SECONDS_PER_ITERATION, estimated_iterations
+
+    iterations = estimated_iterations(config)
+    if iterations is not None and iterations > LARGE_RUN_ITERATIONS:
+        err_console.print(
+            f"note: about {iterations:,} iterations to simulate (~"
+            f"{fmt_time(iterations * SECONDS_PER_ITERATION)} or more): fewer --requests, a "
+            "shorter --output-len or a larger --max-batch run faster",
+            markup=False, highlight=False,
+        )
 
 
 def _sweep(

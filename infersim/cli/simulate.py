@@ -28,6 +28,7 @@ from infersim.cli.common import (
     user_errors,
 )
 from infersim.errors import InfersimError, UnsupportedDtypeError
+from infersim.simulator.defaults import DEFAULT_ENGINE
 from infersim.units import fmt_bytes, fmt_time, si
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def simulate_cmd(
         str | None, typer.Option(help="Technique stack, e.g. int4-awq+kv-fp8+flash")
     ] = None,
     allow_emulation: EmulationOpt = False,
-    engine: EngineOpt = "analytic",
+    engine: EngineOpt = DEFAULT_ENGINE,
     dataflow: DataflowOpt = "best",
     top: Annotated[int, typer.Option(min=1, help="Operators shown in the table")] = 12,
     trace: Annotated[
@@ -285,7 +286,7 @@ def compare(
         typer.Option(help="Comma-separated stacks ('+' joins techniques); first = baseline"),
     ] = None,
     allow_emulation: EmulationOpt = False,
-    engine: EngineOpt = "analytic",
+    engine: EngineOpt = DEFAULT_ENGINE,
     dataflow: DataflowOpt = "best",
     as_json: JsonOpt = False,
 ) -> None:

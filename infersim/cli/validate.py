@@ -15,6 +15,7 @@ from rich.table import Table
 
 from infersim.cli.common import console, err_console, plain, print_json, user_errors
 from infersim.errors import InfersimError
+from infersim.simulator.defaults import DEFAULT_ENGINE, engine_help
 from infersim.simulator.engines import ENGINE_NAMES as ENGINES
 from infersim.units import fmt_time
 
@@ -133,7 +134,7 @@ def validate_cmd(
             "(default: default on cpu, gpu on cuda, tiny on interpret)"
         ),
     ] = None,
-    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
+    engine: Annotated[str, typer.Option(help=engine_help())] = DEFAULT_ENGINE,
     out: Annotated[Path | None, typer.Option(help="Write the results (.json or .csv)")] = None,
     threads: Annotated[
         int | None, typer.Option(min=1, help="cpu: torch threads (default: all cores)")
@@ -254,7 +255,7 @@ def calibrate_cmd(
         float, typer.Option(min=0.0, max=0.9, help="Fraction of kernels held out of the fit")
     ] = 0.3,
     seed: Annotated[int, typer.Option(help="Seed of the calibration/held-out split")] = 0,
-    engine: Annotated[str, typer.Option(help=f"Cost engine: {', '.join(ENGINES)}")] = "roofline",
+    engine: Annotated[str, typer.Option(help=engine_help())] = DEFAULT_ENGINE,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Fit a chip's calibration knobs to measurements; report held-out error; write YAML."""

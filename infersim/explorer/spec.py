@@ -37,6 +37,7 @@ from infersim.errors import ConfigError, InfersimError
 from infersim.explorer.metrics import parse_constraint, parse_objective
 from infersim.io import read_document
 from infersim.io import validate as validate_model
+from infersim.simulator.defaults import DEFAULT_ENGINE
 from infersim.workloads.models import ModelConfig, load_model
 from infersim.workloads.ops import OpBase
 from infersim.workloads.scenario import Phase, Precision, Scenario
@@ -338,7 +339,11 @@ class ServingRuns(_Strict):
     distributions the report draws (see :mod:`infersim.simulator.serving`)."""
 
     technique: str = Field(default="baseline", description="Technique stack of every run")
-    engine: str = Field(default="roofline", description="Engine that costs each iteration")
+    engine: str = Field(
+        default=DEFAULT_ENGINE,
+        description=f"Engine that costs each iteration ({DEFAULT_ENGINE} unless named; "
+                    "roofline is the fast baseline)",
+    )
     config: dict[str, Any] = Field(
         description="A serving config: workload (arrivals, requests, lengths), scheduler, kv, "
                     "slo, seed"
@@ -353,11 +358,15 @@ class ServingRuns(_Strict):
             raise ValueError("this infersim build has no serving simulator") from None
         arrivals = (value.get("workload") or {}).get("arrivals") or {}
         if isinstance(arrivals, dict) and isinstance(arrivals.get("path"), str):
-            arrivals["path"] = _absolute(arrivals["path"], info)
+            # always a path (no preset names here): relative to the spec's folder
+            base = Path((info.context or {}).get("base_dir", "."))
+            path = Path(arrivals["path"]).expanduser()
+            arrivals["path"] = str(path if path.is_absolute() else (base / path).resolve())
         try:
-            ServingConfig.model_validate(value)
+            config = ServingConfig.model_validate(value)
         except ValidationError as exc:
             raise ValueError("\n".join(_one_line(e) for e in exc.errors())) from None
+        _check_trace(config)
         return value
 
     @field_validator("technique")
@@ -370,6 +379,23 @@ class ServingRuns(_Strict):
             except InfersimError as exc:
                 raise ValueError(str(exc)) from None
         return value.strip() or "baseline"
+
+
+def _check_trace(config: Any) -> None:
+    """Read a trace-driven serving config's trace now (its first ``requests`` rows), so that a
+    missing or malformed file stops the sweep before any work instead of dropping its curves.
+
+    Raises:
+        ValueError: the trace's problem, naming its path.
+    """
+    from infersim.simulator.serving.workload import Trace, read_trace
+
+    workload = config.workload
+    if isinstance(workload.arrivals, Trace):
+        try:
+            read_trace(workload.arrivals.path, workload.requests)
+        except InfersimError as exc:
+            raise ValueError(f"workload.arrivals.path: {exc}") from None
 
 
 def _techniques_api() -> tuple[Any, bool]:
@@ -409,7 +435,9 @@ class SweepSpec(_Strict):
         description="Dataflows for the engines that map onto the array (others ignore them)",
     )
     engines: list[str] = Field(
-        default_factory=lambda: ["roofline"], min_length=1, description="Cost engines"
+        default_factory=lambda: [DEFAULT_ENGINE],
+        min_length=1,
+        description=f"Cost engines ({DEFAULT_ENGINE} unless named; roofline is the baseline)",
     )
     constraints: list[str] = Field(
         default_factory=list, description="'METRIC OP VALUE', e.g. 'area_mm2 <= 800'"

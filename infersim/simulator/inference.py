@@ -16,6 +16,7 @@ from infersim import dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.simulator import engines
+from infersim.simulator.defaults import DEFAULT_ENGINE
 from infersim.simulator.results import MemoryReport, OpCost, PhaseCost, WayOut
 from infersim.simulator.ways_out import ways_out as find_ways
 from infersim.workloads import graph
@@ -75,9 +76,10 @@ def engine_fn(engine: str) -> Callable[[OpBase, Chip, str], OpCost]:
 
 
 def cost_ops(
-    ops: Sequence[OpBase], chip: Chip, engine: str = "roofline", dataflow: str = "best"
+    ops: Sequence[OpBase], chip: Chip, engine: str = DEFAULT_ENGINE, dataflow: str = "best"
 ) -> list[OpCost]:
-    """Cost every operator; identical ones (same signature) are costed once."""
+    """Cost every operator with ``engine`` (by default :data:`~infersim.simulator.defaults.
+    DEFAULT_ENGINE`); identical ones (same signature) are costed once."""
     fn = engine_fn(engine)
     memo: dict[tuple[Any, ...], OpCost] = {}
     out = []
@@ -123,29 +125,47 @@ def _stage_ops(
     micro_batch = math.ceil(scenario.batch / micro)
     options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
     micro_scenario = scenario.model_copy(update={"batch": micro_batch})
-    with _within_bounds(stage_model, scenario):
+    with within_bounds(stage_model, scenario):
         ops = graph.build(stage_model, micro_scenario, options)
     return micro, micro_batch, options, ops
 
 
+OFFLOAD_REMEDY = "offload a smaller fraction, or shard the model (tp=N, pp=S)"
+"""What to change when the offloaded weights are beyond one host transfer's bound."""
+
+
 @contextmanager
-def _within_bounds(model: ModelConfig, scenario: Scenario | None = None) -> Iterator[None]:
+def within_bounds(
+    model: ModelConfig, scenario: Scenario | None = None, what: str | None = None,
+    remedy: str = "lower the batch or the lengths",
+) -> Iterator[None]:
     """Turn an operator that overflows the operator IR's bounds (a tensor of more than 2^40
-    elements, say) into an error that names the user's inputs, not the internal field."""
+    elements, say) into an error that names the user's inputs, not the internal field.
+    ``what`` names the inputs that set the operator when they are not the batch and lengths
+    (the offloaded weights, say), and ``remedy`` what to change then.
+
+    Raises:
+        InfersimError: in place of the operator's ValidationError.
+    """
     try:
         yield
     except ValidationError as exc:
         detail = exc.errors()[0]
         where = ".".join(str(part) for part in detail.get("loc", ())) or "an operator"
-        asked = (
-            f"batch {scenario.batch}, "
-            + (f"prompt_len {scenario.prompt_len}" if scenario.phase == "prefill"
-               else f"context_len {scenario.context_len}")
-            if scenario is not None else "this step"
-        )  # fmt: skip
+        value = detail.get("input")
+        shown = f"{value:.4g}" if isinstance(value, float) else repr(value)
+        if what is not None:
+            asked = what
+        else:
+            asked = (
+                f"batch {scenario.batch}, "
+                + (f"prompt_len {scenario.prompt_len}" if scenario.phase == "prefill"
+                   else f"context_len {scenario.context_len}")
+                if scenario is not None else "this step"
+            )  # fmt: skip
         raise InfersimError(
             f"{model.name}: {asked} is too large to cost (an operator's {where} would be "
-            f"{detail.get('input')!r}, beyond infersim's bound); lower the batch or the lengths"
+            f"{shown}, beyond infersim's bound); {remedy}"
         ) from None
 
 
@@ -191,7 +211,8 @@ def _step(
     if stages > 1:
         tokens = micro_batch * (scenario.prompt_len if scenario.phase == "prefill" else 1)
         payload = tokens * plan.model.hidden_size * dtypes.nbytes(plan.precision.act)
-        hop = Collective(name="pipeline.send", collective="send-recv", payload_bytes=payload)
+        with within_bounds(plan.model, scenario):
+            hop = Collective(name="pipeline.send", collective="send-recv", payload_bytes=payload)
         hop_cost = cost_ops([hop], chip, engine)[0]
         costs.append(replace(hop_cost, count=micro))
         bubble_s = (stages - 1) * (stage_s + hop_cost.time_s)
@@ -205,8 +226,10 @@ def _step(
     if plan.offload_fraction > 0:
         streamed = weights * plan.offload_fraction
         weights -= streamed
-        costs.extend(cost_ops([HostTransfer(name="offload.stream", transfer_bytes=streamed)],
-                              chip, engine))
+        with within_bounds(plan.model, what=f"offloading {streamed:.4g} bytes of weights",
+                           remedy=OFFLOAD_REMEDY):
+            stream = HostTransfer(name="offload.stream", transfer_bytes=streamed)
+        costs.extend(cost_ops([stream], chip, engine))
     memory = MemoryReport(
         weights_bytes=weights,
         kv_bytes=footprint.kv_bytes,
@@ -257,7 +280,7 @@ def simulate(
     chip: Chip,
     model: ModelConfig,
     scenario: Scenario,
-    engine: str = "analytic",
+    engine: str = DEFAULT_ENGINE,
     techniques: str | TechniqueStack | None = None,
     dataflow: str = "best",
     ways_out: bool = True,
@@ -269,9 +292,10 @@ def simulate(
     weights default to the checkpoint's format when the model has one and the scenario's
     precision does not set the weights.
 
-    ``engine`` is ``analytic`` (GEMMs mapped with ``dataflow``: ws, os, is, rs or best),
-    ``events`` (the same mappings run tile by tile on SimPy: contention, waves, stalls; see
-    :mod:`infersim.simulator.engines.events`) or ``roofline``.
+    ``engine`` is ``analytic`` (the default, :data:`~infersim.simulator.defaults.
+    DEFAULT_ENGINE`: GEMMs mapped with ``dataflow``: ws, os, is, rs or best), ``events`` (the
+    same mappings run tile by tile on SimPy: contention, waves, stalls; see
+    :mod:`infersim.simulator.engines.events`) or ``roofline`` (the baseline bound).
 
     Raises:
         UnsupportedDtypeError: the chip cannot compute the activation dtype (and the stack
@@ -349,7 +373,7 @@ def iteration_time(
     prefill_chunks: Sequence[tuple[int, int, int]],
     decode_batch: int,
     decode_context: int,
-    engine: str = "roofline",
+    engine: str = DEFAULT_ENGINE,
     decode_tokens: int = 1,
     model: ModelConfig | None = None,
     dataflow: str = "best",
@@ -359,20 +383,22 @@ def iteration_time(
     plan's model (a speculative drafter). Weights streamed from the host (offload) are paid
     every iteration."""
     options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
-    with _within_bounds(model or plan.model):
+    with within_bounds(model or plan.model):
         ops = graph.mixed_step(model or plan.model, prefill_chunks, decode_batch,
                                decode_context, plan.precision, options)
     seconds = sum(c.total_time_s for c in cost_ops(ops, chip, engine, dataflow))
     if plan.offload_fraction > 0 and model is None:
         streamed = graph.weights_bytes(plan.model, plan.precision, options) / options.tp
-        transfer = HostTransfer(name="offload.stream",
-                                transfer_bytes=streamed * plan.offload_fraction)
+        streamed *= plan.offload_fraction
+        with within_bounds(plan.model, what=f"offloading {streamed:.4g} bytes of weights",
+                           remedy=OFFLOAD_REMEDY):
+            transfer = HostTransfer(name="offload.stream", transfer_bytes=streamed)
         seconds += cost_ops([transfer], chip, engine)[0].time_s
     return seconds
 
 
 def simulate_ops(
-    chip: Chip, ops: Sequence[OpBase], name: str = "workload", engine: str = "analytic",
+    chip: Chip, ops: Sequence[OpBase], name: str = "workload", engine: str = DEFAULT_ENGINE,
     dataflow: str = "best",
 ) -> PhaseCost:
     """Cost a user-defined operator list (one pass; its weights are every op's weight bytes)."""

@@ -8,15 +8,17 @@ calibration rows reach :func:`fit`; the report gives MAPE on both parts before a
 ``scipy.optimize.least_squares``. The engine is a black box (``cost_ops``), so the fit first
 probes it: with one efficiency knob at a tiny value an operator's time is that knob's term
 alone, which gives every operator's ideal time per knob. A surrogate max(term / knob) +
-overhead, fitted from several starts, gives the starting point; the engine itself refines it.
-A knob no calibration row depends on is left at the chip's value and reported as not fitted.
+overhead, fitted from several starts, gives the starting point; the engine itself refines it,
+stepping each knob off any plateau where the gradient vanishes (:func:`_off_plateaus`: a
+mapping engine's time is flat in a knob wherever a tiling is bound by the shared SRAM). A knob
+no calibration row depends on is left at the chip's value and reported as not fitted.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from scipy.optimize import least_squares
 from infersim import dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import ConfigError, InfersimError
+from infersim.simulator.defaults import DEFAULT_ENGINE
 from infersim.simulator.inference import cost_ops
 from infersim.validation.harness import errors, predict, summarize
 from infersim.validation.records import Measured
@@ -150,7 +153,7 @@ def fit(
     kernels: Sequence[KernelBase],
     measured_s: Sequence[float],
     chip: Chip,
-    engine: str = "roofline",
+    engine: str = DEFAULT_ENGINE,
     knobs: Sequence[str] | None = None,
     seed: int = 0,
 ) -> Fit:
@@ -236,6 +239,7 @@ def fit(
     )
     polished = least_squares(engine_residuals, best.x, diff_step=1e-4, **solve)
     x = polished.x if polished.cost <= best.cost * (1 + 1e-9) else best.x
+    x = _off_plateaus(engine_residuals, x, len(effs), solve)
 
     values = _unpack(x, effs)
     fitted = _determined(kernels, chip, engine, values)
@@ -243,6 +247,50 @@ def fit(
     fitted_chip = with_knobs(chip, final)
     res = np.log([p.time_s for p in predict(kernels, fitted_chip, engine)]) - log_meas
     return Fit(fitted_chip, final, fitted, float(np.mean(np.abs(res))))
+
+
+_SCAN_STEPS = (-0.2, -0.1, -0.05, 0.05, 0.1, 0.2)
+"""Steps of one efficiency knob's log (±5–20%) tried by :func:`_off_plateaus`."""
+_SCAN_ROUNDS = 4
+"""Scan-and-polish rounds at most (each starts from the previous round's optimum)."""
+
+
+def _robust_cost(residuals: np.ndarray, f_scale: float) -> float:
+    """``least_squares``' soft-L1 cost of ``residuals`` (its ``cost`` at that point)."""
+    z = (residuals / f_scale) ** 2
+    return float(0.5 * f_scale**2 * np.sum(2.0 * (np.sqrt(1.0 + z) - 1.0)))
+
+
+def _off_plateaus(
+    residuals: Callable[[np.ndarray], np.ndarray], x: np.ndarray, n_eff: int,
+    solve: dict[str, Any],
+) -> np.ndarray:
+    """``x`` moved off the plateaus a gradient step cannot leave, then polished again.
+
+    A mapping engine's time is flat in a knob wherever the chosen tiling is bound by something
+    no knob sets (the shared SRAM feeding the cores), so the polish can stop on a plateau with
+    a zero gradient short of the optimum. Each round steps every efficiency knob's log by
+    :data:`_SCAN_STEPS` and polishes from the best point that lowers the cost; it stops when
+    none does (at once on a roofline, whose polish already fits exactly)."""
+    lo, hi = solve["bounds"]
+    best_cost = _robust_cost(residuals(x), solve["f_scale"])
+    for _ in range(_SCAN_ROUNDS):
+        if best_cost < 1e-14:  # residuals of ~1e-7: fitted to rounding
+            break
+        found: tuple[float, np.ndarray] | None = None
+        for j in range(n_eff):
+            for step in _SCAN_STEPS:
+                trial = x.copy()
+                trial[j] = np.clip(trial[j] + step, lo[j], hi[j])
+                cost = _robust_cost(residuals(trial), solve["f_scale"])
+                if cost < best_cost * (1 - 1e-6) and (found is None or cost < found[0]):
+                    found = (cost, trial)
+        if found is None:
+            break
+        polished = least_squares(residuals, found[1], diff_step=1e-4, **solve)
+        x, best_cost = ((polished.x, float(polished.cost)) if polished.cost <= found[0]
+                        else (found[1], found[0]))
+    return x
 
 
 def _determined(
@@ -291,7 +339,7 @@ def split(
 def calibrate(
     rows: Sequence[Measured],
     chip: Chip,
-    engine: str = "roofline",
+    engine: str = DEFAULT_ENGINE,
     holdout_frac: float = 0.3,
     seed: int = 0,
 ) -> CalibrationReport:

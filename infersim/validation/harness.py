@@ -18,6 +18,7 @@ import numpy as np
 
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError
+from infersim.simulator.defaults import DEFAULT_ENGINE
 from infersim.simulator.inference import cost_ops
 from infersim.validation.backends import Backend, CpuBackend
 from infersim.validation.records import RESULTS_SCHEMA
@@ -36,7 +37,7 @@ class Prediction:
 
 
 def predict(
-    kernels: Sequence[KernelBase], chip: Chip, engine: str = "roofline"
+    kernels: Sequence[KernelBase], chip: Chip, engine: str = DEFAULT_ENGINE
 ) -> list[Prediction]:
     """One :class:`Prediction` per kernel (one ``cost_ops`` call for all of them).
 
@@ -84,7 +85,7 @@ def run_suite(
     backend: Backend,
     suite: Suite,
     chip: Chip | None,
-    engine: str = "roofline",
+    engine: str = DEFAULT_ENGINE,
     progress: Callable[[str], None] | None = None,
     host_chip: bool = False,
 ) -> dict[str, Any]:

@@ -182,3 +182,23 @@ def test_best_designs_leave_out_what_does_not_fit_and_say_how_many(tmp_path: Pat
     summary = text[text.index('id="summary"'):text.index("</section>", text.index('id="summary"'))]
     assert "2 of 4 points of this workload do not fit" in summary
     assert "baseline</td>" not in summary and "int4-awq</td>" in summary
+
+
+def test_best_designs_name_the_bound_each_design_hits(results: Path):
+    from infersim.explorer.report.data import dominant_bound
+    from infersim.explorer.report.page import summary_table
+
+    data = ReportData.load(results)
+    table = summary_table(data)
+    assert "<th>bound (time share)</th>" in table
+    shares = dominant_bound(data.ok)
+    assert shares.str.fullmatch(r"(compute|memory|sram|vector|link|host|pipeline|overhead) "
+                                r"\d{1,3}%").all(), shares.tolist()
+    feasible = data.ok[data.ok["feasible"].fillna(False).astype(bool) & data.ok["fits"]]
+    best = feasible.loc[feasible["tokens_per_s"].idxmax()]  # first in its workload's rows
+    bound, percent = shares[best.name].split()
+    times = {c.removeprefix("time_").removesuffix("_s"): best[c]
+             for c in data.ok.columns if c.startswith("time_") and c != "time_s"}
+    assert bound == max(times, key=times.__getitem__) == best["bound"]
+    assert int(percent[:-1]) == int(100 * times[bound] / sum(times.values()) + 1e-9)
+    assert f"{bound} {percent}</td>" in table

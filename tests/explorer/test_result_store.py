@@ -70,6 +70,7 @@ KILL_DOC = {
     "workloads": [{"model": "llama-3-8b", "phase": ["decode", "prefill"], "context_len": 256,
                    "prompt_len": 64}],
     "techniques": ["int8-weight", "kv-int8"],  # the per-point path: slow enough to kill
+    "engines": ["roofline"],  # ...and fast enough to finish twice
 }
 RUNNER = """
 import json, sys

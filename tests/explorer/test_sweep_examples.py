@@ -39,6 +39,7 @@ def test_optimize_finds_designs_within_budget(tmp_path: Path):
         "workloads": [{"model": "tiny-test", "phase": ["decode", "prefill"]}],
         "constraints": ["area_mm2 <= 180"],
         "search": {"kind": "optimize", "maxiter": 6, "popsize": 5, "seed": 3},
+        "engines": ["roofline"],  # the search is what is tested
     }
     spec = parse_spec(doc)
     first = run_sweep(spec, tmp_path, executor=LocalExecutor(1))

@@ -16,12 +16,13 @@ from infersim.explorer.spec import (
     load_spec,
     parse_spec,
 )
+from infersim.simulator.defaults import DEFAULT_ENGINE
 
 
 def test_valid_spec_parses(tiny_doc):
     spec = parse_spec(tiny_doc)
     assert isinstance(spec.search, GridSearch)
-    assert spec.techniques == ["baseline"] and spec.engines == ["roofline"]
+    assert spec.techniques == ["baseline"] and spec.engines == [DEFAULT_ENGINE]
     assert spec.chips[0].chip == "h100-sxm" and spec.chips[0].axes == {}
     axis = spec.chips[1].axes["dram.bandwidth_bytes_per_s"]
     assert isinstance(axis, RangeAxis) and axis.num == 3 and axis.log
@@ -107,7 +108,7 @@ def test_cross_field_checks(tiny_doc):
     with pytest.raises(ConfigError, match="no chip has axes to optimize"):
         parse_spec({**tiny_doc, "chips": ["h100-sxm"], "search": {"kind": "optimize"}})
     with pytest.raises(ConfigError, match="dataflows need an engine that maps"):
-        parse_spec({**tiny_doc, "dataflows": ["ws"]})  # roofline only
+        parse_spec({**tiny_doc, "engines": ["roofline"], "dataflows": ["ws"]})
 
 
 def test_dataflows_apply_to_the_engines_that_map(tiny_doc):

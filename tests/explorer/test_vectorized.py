@@ -97,6 +97,7 @@ def test_vectorized_rows_equal_simulate_rows(monkeypatch):
         "workloads": [{"model": "llama-3-8b", "phase": ["decode", "prefill"],
                        "batch": [1, 8], "prompt_len": 256, "context_len": 512}],
         "constraints": ["area_mm2 <= 200", "fits == true"],
+        "engines": ["roofline"],  # the vectorized path is the roofline's
     })
     fast = _rows(spec, True, monkeypatch)
     slow = _rows(spec, False, monkeypatch)
@@ -111,7 +112,7 @@ def test_vectorized_rows_equal_simulate_rows(monkeypatch):
 def test_rows_agree_with_simulate_and_the_metric_definitions():
     spec = parse_spec({"chips": ["h100-sxm"], "workloads": [
         {"model": "llama-3-8b", "phase": "decode", "context_len": 1024}],
-        "constraints": ["power_w <= 1"]})
+        "constraints": ["power_w <= 1"], "engines": ["roofline"]})
     ctx = Context(spec)
     row = Evaluator(ctx).evaluate(list(ctx.space.points())).to_pylist()[0]
     ref = simulate(load_chip("h100-sxm"), load_model("llama-3-8b"),
@@ -132,7 +133,7 @@ def test_rows_agree_with_simulate_and_the_metric_definitions():
 
 def test_techniques_go_through_simulate():
     spec = parse_spec({"chips": ["h100-sxm"], "workloads": [{"model": "llama-2-70b"}],
-                       "techniques": ["baseline", "int4-awq", "tp=2"]})
+                       "techniques": ["baseline", "int4-awq", "tp=2"], "engines": ["roofline"]})
     ctx = Context(spec)
     rows = {r["technique"]: r for r in Evaluator(ctx).evaluate(
         list(ctx.space.points())).to_pylist()}
@@ -152,7 +153,8 @@ def test_vectorized_path_simulates_one_design_per_batch(monkeypatch):
     real = evaluate._simulate
     monkeypatch.setattr(evaluate, "_simulate", lambda *a: calls.append(a) or real(*a))
     spec = parse_spec({"chips": [{"chip": "tpu-v4", "axes": {"cores": list(range(1, 41))}}],
-                       "workloads": [{"model": "tiny-test", "phase": ["decode", "prefill"]}]})
+                       "workloads": [{"model": "tiny-test", "phase": ["decode", "prefill"]}],
+                       "engines": ["roofline"]})
     ctx = Context(spec)
     table = Evaluator(ctx).evaluate(list(ctx.space.points()))
     assert table.num_rows == 80 and table.column("error").null_count == 80

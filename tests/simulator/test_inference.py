@@ -77,7 +77,7 @@ def test_identical_ops_are_costed_once(monkeypatch):
 
     monkeypatch.setitem(inference.ENGINES, "roofline", counting)
     ops = [Gemm(name=f"g{i}", m=8, k=64, n=64) for i in range(50)]
-    costs = cost_ops(ops, load_chip("h100-sxm"))
+    costs = cost_ops(ops, load_chip("h100-sxm"), "roofline")
     assert len(calls) == 1 and [c.name for c in costs] == [f"g{i}" for i in range(50)]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from infersim.arch_models import load_chip
 from infersim.errors import ConfigError
+from infersim.simulator.defaults import BASELINE_ENGINE
 from infersim.simulator.inference import plan_for
 from infersim.simulator.serving import (
     ChunkedPrefill,
@@ -38,7 +39,10 @@ def config(arrivals: str, requests: int, prompt: str, output: str, scheduler=Non
 
 
 def serve(*args, techniques=None, **kwargs):
-    return simulate_serving(H100, LLAMA, config(*args, **kwargs), techniques)
+    """A run costed on the roofline: these tests check the serving simulator's mechanics, which
+    take step costs from any engine (the bucketing test below runs the default engine)."""
+    return simulate_serving(H100, LLAMA, config(*args, **kwargs), techniques,
+                            engine=BASELINE_ENGINE)
 
 
 # --- determinism and conservation --------------------------------------------------------------

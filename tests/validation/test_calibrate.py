@@ -9,6 +9,7 @@ import pytest
 
 from infersim.arch_models import load_chip
 from infersim.errors import InfersimError
+from infersim.simulator.defaults import BASELINE_ENGINE, DEFAULT_ENGINE
 from infersim.validation.calibrate import (
     DRAM_KNOB,
     OVERHEAD_KNOB,
@@ -29,11 +30,12 @@ BF16 = "compute_efficiency_by_dtype.bf16"
 FP16 = "compute_efficiency_by_dtype.fp16"
 
 
-def synthetic(chip_name: str, truth: dict[str, float]) -> tuple[list[Measured], dict[str, float]]:
-    """The gpu suite 'measured' on a chip calibrated with ``truth``."""
+def synthetic(chip_name: str, truth: dict[str, float], engine: str = DEFAULT_ENGINE
+              ) -> tuple[list[Measured], dict[str, float]]:
+    """The gpu suite 'measured' on a chip calibrated with ``truth`` (as ``engine`` predicts)."""
     kernels = load_suite("gpu").kernels
     true_chip = with_knobs(load_chip(chip_name), truth)
-    times = [p.time_s for p in predict(kernels, true_chip)]
+    times = [p.time_s for p in predict(kernels, true_chip, engine)]
     return [Measured(k, t) for k, t in zip(kernels, times, strict=True)], truth
 
 
@@ -63,18 +65,21 @@ def test_synthetic_vector_knob_recovered_when_it_binds():
 
 
 def test_calibration_never_sees_held_out_rows():
-    rows, _ = synthetic("h100-sxm", {DRAM_KNOB: 0.8, BF16: 0.7, FP16: 0.7, OVERHEAD_KNOB: 3e-6})
+    # about the split, not the engine: the roofline keeps it fast
+    rows, _ = synthetic("h100-sxm", {DRAM_KNOB: 0.8, BF16: 0.7, FP16: 0.7, OVERHEAD_KNOB: 3e-6},
+                        BASELINE_ENGINE)
     chip = load_chip("h100-sxm")
-    clean = calibrate(rows, chip, holdout_frac=0.3, seed=7)
+    clean = calibrate(rows, chip, BASELINE_ENGINE, holdout_frac=0.3, seed=7)
     _, held = split([r.kernel for r in rows], 0.3, 7)
     victim = held[0]
     poisoned = list(rows)
     poisoned[victim] = dataclasses.replace(rows[victim], measured_s=rows[victim].measured_s * 1e3)
-    dirty = calibrate(poisoned, chip, holdout_frac=0.3, seed=7)
+    dirty = calibrate(poisoned, chip, BASELINE_ENGINE, holdout_frac=0.3, seed=7)
     assert dirty.fit.knobs == clean.fit.knobs  # the fit is bit-for-bit the same
     assert dirty.holdout_max_error > 0.9 > clean.holdout_max_error  # the report did see it
     # ...while the same row in the calibration split would have moved the fit.
-    everything = fit([r.kernel for r in poisoned], [r.measured_s for r in poisoned], chip)
+    everything = fit([r.kernel for r in poisoned], [r.measured_s for r in poisoned], chip,
+                     BASELINE_ENGINE)
     assert everything.knobs != clean.fit.knobs
 
 
@@ -83,7 +88,9 @@ def test_calibration_report_before_after():
     report = calibrate(rows, load_chip("h200"), holdout_frac=0.3, seed=1)
     assert report.n_calibration + report.n_holdout == len(rows)
     assert report.holdout_mape_before > 0.1
-    assert report.holdout_mape_after < 1e-3
+    # On the analytic engine a held-out row can need a knob value that the calibration rows
+    # only bound (their tilings are SRAM-bound past it): 0.2% here, where the roofline is exact.
+    assert report.holdout_mape_after < 1e-2
     assert report.calibration_mape_after < 1e-3
     data = report.to_dict()
     for key in (
@@ -145,3 +152,31 @@ def test_calibrated_chip_yaml_loads_back(tmp_path):
     assert loaded.name == "h100-sxm-calibrated"
     assert loaded.calibration.dram_bandwidth_efficiency == pytest.approx(0.85, rel=0.02)
     assert "H100 80GB" in loaded.description
+
+
+def test_a_knob_on_a_plateau_is_stepped_off_it():
+    """A time flat in a knob (a tiling bound by the SRAM feed below e = 0.6) stalls the gradient
+    polish; the scan steps the knob off the plateau and the polish then finds the truth."""
+    import math
+
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    from infersim.validation.calibrate import _off_plateaus
+
+    def seconds(x: np.ndarray) -> float:
+        return min(1.0 / math.exp(x[0]), 1.0 / 0.6) + x[1]
+
+    truth = np.array([math.log(0.66), 0.0])
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return np.array([math.log(seconds(x) / seconds(truth))])
+
+    solve = {"bounds": (np.array([math.log(1e-3), 0.0]), np.array([0.0, 1e-4])),
+             "x_scale": np.array([1.0, 1e-3]), "loss": "soft_l1", "f_scale": 0.05,
+             "xtol": 1e-12, "ftol": 1e-12, "gtol": 1e-12}
+    start = np.array([math.log(0.5606), 0.0])
+    stalled = least_squares(residuals, start, diff_step=1e-4, **solve)
+    assert math.exp(stalled.x[0]) == pytest.approx(0.5606)  # zero gradient: it never moves
+    moved = _off_plateaus(residuals, stalled.x, 1, solve)
+    assert seconds(moved) == pytest.approx(seconds(truth), rel=1e-6)

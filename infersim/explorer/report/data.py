@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,7 @@ import pandas as pd
 from infersim.explorer.metrics import Objective, parse_objective
 from infersim.explorer.pareto import pareto
 from infersim.explorer.store import EXTRAS, load_extra, load_ops, load_results
+from infersim.simulator.results import Bound
 
 
 def esc(text: Any) -> str:
@@ -140,6 +141,25 @@ class ReportData:
     def ops(self, keys: list[str]) -> pd.DataFrame:
         """Per-op costs of the points ``keys`` (stored at sweep time)."""
         return load_ops(self.directory, keys)
+
+
+def dominant_bound(rows: pd.DataFrame) -> pd.Series:
+    """Per row, the bound that takes the largest share of the step's time and that share, as
+    text (``"memory 71%"``, the share rounded down), from the stored per-bound times
+    (``time_<bound>_s``); the stored ``bound`` alone where those are missing or zero, ``"–"``
+    where both are."""
+    columns = [f"time_{b}_s" for b in get_args(Bound) if f"time_{b}_s" in rows]
+    fallback = (rows["bound"].fillna("–").astype(str) if "bound" in rows
+                else pd.Series("–", index=rows.index))
+    if not columns or rows.empty:
+        return fallback
+    times = rows[columns].apply(pd.to_numeric, errors="coerce").fillna(0.0)
+    total = times.sum(axis=1)
+    top = times.idxmax(axis=1).str.removeprefix("time_").str.removesuffix("_s")
+    share = times.max(axis=1) / total.where(total > 0)
+    percent = np.floor(share * 100 + 1e-9).astype("Int64")  # 99.6% is not all of it
+    text = top + " " + percent.astype(str) + "%"
+    return text.where(total > 0, fallback)
 
 
 def log_axis(values: pd.Series | np.ndarray) -> bool:

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from infersim.explorer.metrics import METRICS
-from infersim.explorer.report.data import ReportData, esc, log_axis
+from infersim.explorer.report.data import ReportData, dominant_bound, esc, log_axis
 
 MAX_POINTS_PER_TRACE = 4000
 """Dominated points drawn per workload in the Pareto figure (a deterministic sample beyond)."""
@@ -181,14 +181,15 @@ def pareto_front(data: ReportData) -> list[Figure]:
                     subset["chip"].map(esc), subset["design"].fillna("").map(esc),
                     subset["technique"].map(esc), subset["dataflow"].fillna("-").map(esc),
                     subset["area_mm2"], subset["power_w"], subset["cost_usd"],
-                    subset["latency_s"] * 1e3,
+                    subset["latency_s"] * 1e3, dominant_bound(subset).map(esc),
                 ]),
                 hovertemplate=(
                     "<b>%{customdata[0]}</b> %{customdata[1]}<br>technique %{customdata[2]}"
                     " · dataflow %{customdata[3]}<br>" + _axis_title(y_obj.metric)
                     + " %{y:.4g}<br>" + _axis_title(x_metric) + " %{x:.4g}<br>area "
                     "%{customdata[4]:.0f} mm² · power %{customdata[5]:.0f} W · "
-                    "$%{customdata[6]:.0f}<br>latency %{customdata[7]:.3g} ms<extra></extra>"
+                    "$%{customdata[6]:.0f}<br>latency %{customdata[7]:.3g} ms · bound "
+                    "%{customdata[8]}<extra></extra>"
                 ),
             ))
     if not fig.data:

@@ -11,7 +11,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from infersim import __version__
-from infersim.explorer.report.data import ReportData, esc
+from infersim.explorer.report.data import ReportData, dominant_bound, esc
 from infersim.explorer.report.figures import Figure
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -55,23 +55,24 @@ def summary_table(data: ReportData, per_workload: int = 3) -> str:
     with_dataflow = "dataflow" in df and df["dataflow"].notna().any()
     idents = ["chip", "design", "technique"] + (["dataflow"] if with_dataflow else [])
     head = "".join(f"<th>{esc(c)}</th>" for c in idents) + "".join(
-        f"<th>{esc(m)}</th>" for m in columns)
+        f"<th>{esc(m)}</th>" for m in columns) + "<th>bound (time share)</th>"
+    bounds = dominant_bound(df)
     body = []
     for workload, part in df.groupby("workload", sort=False):
-        body.append(f'<tr class="group"><th colspan="{len(idents) + len(columns)}">'
-                    f"{esc(workload)}</th></tr>")
+        span = len(idents) + len(columns) + 1
+        body.append(f'<tr class="group"><th colspan="{span}">{esc(workload)}</th></tr>')
         fits = part["fits"].fillna(False).astype(bool) if "fits" in part else True
         feasible = part[part["feasible"].fillna(False).astype(bool) & fits]
         best = feasible.sort_values(goal.metric, ascending=goal.sense == "min").head(per_workload)
-        span = len(idents) + len(columns)
         if best.empty:
             body.append(f'<tr><td colspan="{span}">no design meets every constraint</td></tr>')
-        for _, row in best.iterrows():
+        for (_, row), bound in zip(best.iterrows(), bounds.loc[best.index], strict=True):
             cells = [row["chip"], row["design"] or "", row["technique"]]
             if with_dataflow:
                 cells.append(row["dataflow"] if pd.notna(row["dataflow"]) else "–")
             text = "".join(f'<td class="text">{esc(c)}</td>' for c in cells)
-            body.append(f"<tr>{text}{''.join(f'<td>{_fmt(row[m])}</td>' for m in columns)}</tr>")
+            values = "".join(f"<td>{_fmt(row[m])}</td>" for m in columns)
+            body.append(f'<tr>{text}{values}<td class="text">{esc(bound)}</td></tr>')
         unfit = int((~part["fits"].fillna(False).astype(bool)).sum()) if "fits" in part else 0
         if unfit:
             body.append(f'<tr class="note"><td colspan="{span}">{unfit:,} of {len(part):,} '
@@ -126,7 +127,9 @@ def render(data: ReportData, figures: Sequence[Figure], results_label: str | Non
 <main>
 <section id="summary"><h2>Best designs</h2>
 <p class="caption">The best designs per workload by {esc(str(data.objectives[0]))} among those
-that meet every constraint.</p>{summary_table(data)}</section>
+that meet every constraint, each with the bound that takes most of its step's time (compute:
+the array; memory: DRAM; sram: the shared SRAM feeding the cores; vector: the vector unit)
+and that bound's share.</p>{summary_table(data)}</section>
 {"".join(sections)}
 </main>
 <footer><p>infersim {esc(__version__)} · {when} · area, power and cost are estimates

@@ -34,6 +34,7 @@ import pandas as pd
 
 from infersim.arch_models.chip import Chip
 from infersim.errors import ConfigError
+from infersim.simulator.defaults import DEFAULT_ENGINE
 from infersim.simulator.inference import plan_for
 from infersim.simulator.serving.config import ServingConfig
 from infersim.simulator.serving.cost import StepCost, bucket, kv_budget
@@ -95,14 +96,16 @@ def simulate_serving(
     model: ModelConfig,
     config: ServingConfig,
     techniques: str | TechniqueStack | None = None,
-    engine: str = "roofline",
+    engine: str = DEFAULT_ENGINE,
     progress: Progress | None = None,
     cost: StepCost | None = None,
 ) -> ServingResult:
     """Simulate serving ``config.workload`` on ``chip`` with ``model`` and a technique stack.
 
-    ``cost`` reuses another run's iteration-cost memo (same chip, plan and engine); by default
-    the run makes its own. ``progress`` is called now and then with (done, total) requests.
+    ``engine`` costs each distinct iteration once (the analytic engine unless named; the
+    roofline is the fast baseline). ``cost`` reuses another run's iteration-cost memo (same
+    chip, plan and engine); by default the run makes its own. ``progress`` is called now and
+    then with (done, total) requests.
 
     Raises:
         ConfigError: a bad workload or trace, no room for the KV cache, swap without a host
@@ -144,7 +147,7 @@ def sweep_rate(
     model: ModelConfig,
     config: ServingConfig,
     techniques: str | TechniqueStack | None = None,
-    engine: str = "roofline",
+    engine: str = DEFAULT_ENGINE,
     tolerance: float = 0.05,
     max_runs: int = 24,
     on_run: Callable[[dict[str, Any]], None] | None = None,

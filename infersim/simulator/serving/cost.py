@@ -7,7 +7,8 @@ import math
 
 from infersim.arch_models.chip import Chip
 from infersim.errors import ConfigError
-from infersim.simulator.inference import iteration_time
+from infersim.simulator.defaults import DEFAULT_ENGINE
+from infersim.simulator.inference import iteration_time, within_bounds
 from infersim.simulator.serving.kv import KVConfig
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
@@ -36,7 +37,7 @@ class StepCost:
     heads); a draft model also prefills every prompt chunk.
     """
 
-    def __init__(self, chip: Chip, plan: Plan, engine: str = "roofline",
+    def __init__(self, chip: Chip, plan: Plan, engine: str = DEFAULT_ENGINE,
                  steps_per_octave: int = BUCKET_STEPS_PER_OCTAVE) -> None:
         self.chip, self.plan, self.engine = chip, plan, engine
         self.steps = steps_per_octave
@@ -109,7 +110,9 @@ def kv_budget(chip: Chip, plan: Plan, kv: KVConfig, max_tokens_per_iteration: in
         per_token += graph.kv_cache_bytes(spec.draft, 1, 1, p) * _kv_share(spec.draft, plan)
     if kv.kv_capacity_bytes is not None:
         return kv.kv_capacity_bytes, per_token
-    ops = graph.mixed_step(model, [(1, max_tokens_per_iteration, 0)], 0, 0, p, plan.graph)
+    what = f"an iteration of {max_tokens_per_iteration:,} prompt tokens"
+    with within_bounds(model, what=what, remedy="lower the scheduler's max_tokens_per_iteration"):
+        ops = graph.mixed_step(model, [(1, max_tokens_per_iteration, 0)], 0, 0, p, plan.graph)
     activations = graph.activation_bytes(ops)
     dram = float(chip.dram.capacity_bytes)
     capacity = dram * (1 - kv.memory_reserve_fraction) - weights - activations
