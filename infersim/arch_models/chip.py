@@ -26,6 +26,20 @@ class Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
+MIN_MACS_PER_PE_PER_CYCLE = 1e-3
+"""Slowest PE rate accepted (a bit-serial PE does about 1/16 MAC per cycle): below it the
+peak rate is a denormal and a step's time overflows to infinity."""
+
+MAX_MACS_PER_PE_PER_CYCLE = 1024.0
+"""Fastest PE rate accepted."""
+
+MIN_FLOPS_PER_LANE_PER_CYCLE = 1e-3
+"""Slowest vector lane accepted (below it a vector op's time overflows to infinity)."""
+
+MIN_EFFICIENCY = 1e-4
+"""Smallest achievable fraction of a peak rate accepted (the calibration knobs)."""
+
+
 class SystolicArray(Spec):
     """One core's systolic array of ``rows × cols`` processing elements."""
 
@@ -44,8 +58,11 @@ class SystolicArray(Spec):
     @classmethod
     def _positive_rates(cls, value: dict[str, float]) -> dict[str, float]:
         for dtype, rate in value.items():
-            if not 0 < rate <= 1024:
-                raise ValueError(f"rate for {dtype} = {rate}: must be > 0 and <= 1024")
+            if not MIN_MACS_PER_PE_PER_CYCLE <= rate <= MAX_MACS_PER_PE_PER_CYCLE:
+                raise ValueError(
+                    f"rate for {dtype} = {rate}: must be >= {MIN_MACS_PER_PE_PER_CYCLE:g} "
+                    f"and <= {MAX_MACS_PER_PE_PER_CYCLE:g}"
+                )
         return value
 
     @property
@@ -59,7 +76,8 @@ class VectorUnit(Spec):
 
     lanes: int = Field(ge=1, le=1_000_000, description="Parallel lanes per core")
     flops_per_lane_per_cycle: float = Field(
-        default=2.0, gt=0, le=1024, description="FLOPs each lane completes per cycle (FMA = 2)"
+        default=2.0, ge=MIN_FLOPS_PER_LANE_PER_CYCLE, le=1024,
+        description="FLOPs each lane completes per cycle (FMA = 2)",
     )
 
 
@@ -164,19 +182,23 @@ class Calibration(Spec):
     """Efficiency knobs fitted to measurements; the defaults describe the ideal machine."""
 
     dram_bandwidth_efficiency: float = Field(
-        default=1.0, ge=1e-4, le=1, description="Achievable fraction of peak DRAM bandwidth"
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="Achievable fraction of peak DRAM bandwidth",
     )
     compute_efficiency: float = Field(
-        default=1.0, ge=1e-4, le=1, description="Achievable fraction of peak array MAC rate"
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="Achievable fraction of peak array MAC rate",
     )
     compute_efficiency_by_dtype: dict[MacClass, float] = Field(
         default_factory=dict, description="Per-class override of compute_efficiency"
     )
     vector_efficiency: float = Field(
-        default=1.0, ge=1e-4, le=1, description="Achievable fraction of peak vector FLOP/s"
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="Achievable fraction of peak vector FLOP/s",
     )
     link_efficiency: float = Field(
-        default=1.0, ge=1e-4, le=1, description="Achievable fraction of chip-link bandwidth"
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="Achievable fraction of chip-link bandwidth",
     )
     kernel_overhead_s: float = Field(
         default=0.0, ge=0, le=1, description="Fixed time added to every kernel launch in seconds"
@@ -186,8 +208,10 @@ class Calibration(Spec):
     @classmethod
     def _fractions(cls, value: dict[str, float]) -> dict[str, float]:
         for dtype, eff in value.items():
-            if not 0 < eff <= 1:
-                raise ValueError(f"efficiency for {dtype} = {eff}: must be > 0 and <= 1")
+            if not MIN_EFFICIENCY <= eff <= 1:
+                raise ValueError(
+                    f"efficiency for {dtype} = {eff}: must be >= {MIN_EFFICIENCY:g} and <= 1"
+                )
         return value
 
     def compute(self, mac_class: str) -> float:

@@ -69,6 +69,9 @@ def mapping_document(mapping: Mapping, chip_name: str, energy_pj: dict[str, Any]
 ENGINES = ("analytic", "events")
 """Engines ``infersim map`` runs a mapping with."""
 
+MAX_TOP_K = 1000
+"""Most mappings ``infersim map --top-k`` lists (a million took a minute and 300 MB of JSON)."""
+
 
 def events_document(op: Gemm | Conv2d, chip: Chip, mapping: Mapping) -> dict[str, Any]:
     """The event engine's run of ``mapping`` (cores fed straight from DRAM): total cycles,
@@ -118,9 +121,15 @@ def map_command(
     dtype: Annotated[str, typer.Option(help="Operand dtype")] = "bf16",
     dataflow: Annotated[str, typer.Option(help="ws, os, is, rs or best")] = "best",
     objective: Annotated[str, typer.Option(help="latency, energy or edp")] = "latency",
-    top_k: Annotated[int, typer.Option(help="Also list the next-best mappings")] = 1,
+    top_k: Annotated[
+        int,
+        typer.Option(min=1, max=MAX_TOP_K, help="Mappings listed, the best first (at most "
+                     f"{MAX_TOP_K:,}: each is analyzed and printed in full)"),
+    ] = 1,
     engine: Annotated[
-        str, typer.Option(help="analytic, or events: also run the best mapping tile by tile")
+        str,
+        typer.Option(help="analytic, or events: also run the best mapping tile by tile (at "
+                     "most 4,194,304 SRAM tiles, about 1.5 s and 0.8 GB; more is refused)"),
     ] = "analytic",
     as_json: JsonOpt = False,
 ) -> None:
@@ -139,9 +148,10 @@ def map_command(
         op = _op(gemm, conv, dtype, batch)
         found = map_op(op, the_chip, dataflow, objective, top_k)  # type: ignore[call-overload]
         mappings = found if isinstance(found, list) else [found]
-    docs = [mapping_document(m, the_chip.name, energy(m, the_chip).to_dict()) for m in mappings]
-    if engine == "events":
-        docs[0]["events"] = events_document(op, the_chip, mappings[0])
+        docs = [mapping_document(m, the_chip.name, energy(m, the_chip).to_dict())
+                for m in mappings]
+        if engine == "events":  # refuses a mapping of too many tiles (exit 2)
+            docs[0]["events"] = events_document(op, the_chip, mappings[0])
     if as_json:
         print_json(docs[0] if top_k == 1 else docs)
         return

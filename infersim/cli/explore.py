@@ -55,15 +55,28 @@ AddressOpt = Annotated[
     str | None,
     typer.Option(help="Ray cluster to join: auto or HOST:PORT (default: start a local Ray)"),
 ]
+RayTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--ray-timeout",
+        help="Seconds to wait for the Ray cluster at --address to answer before giving up "
+        "(exit 2)",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar")]
 
+RAY_TIMEOUT_S = 30.0
+"""The default of ``--ray-timeout`` (as :data:`infersim.explorer.executors.RAY_CONNECT_TIMEOUT_S`,
+which the CLI does not import at start)."""
 
-def _executor(kind: ExecutorChoice, workers: int | None, address: str | None) -> Any:
+
+def _executor(kind: ExecutorChoice, workers: int | None, address: str | None,
+              ray_timeout_s: float = RAY_TIMEOUT_S) -> Any:
     from infersim.explorer.executors import make_executor
 
     if kind == ExecutorChoice.local and workers is None and address is None:
         return None  # run_sweep picks in-process or a pool by the sweep's size
-    return make_executor(kind.value, workers, address)
+    return make_executor(kind.value, workers, address, ray_timeout_s)
 
 
 def _is_results(path: Path) -> bool:
@@ -126,9 +139,15 @@ def _run(
 ) -> Any:
     from infersim.explorer.defaults import default_spec
     from infersim.explorer.spec import load_spec
-    from infersim.explorer.sweep import run_sweep
+    from infersim.explorer.sweep import LARGE_SWEEP_POINTS, check_size, run_sweep
 
     spec = default_spec() if spec_path is None else load_spec(spec_path)
+    points = check_size(spec)
+    if points > LARGE_SWEEP_POINTS:
+        err_console.print(
+            f"note: {points:,} points to evaluate: this may take hours and gigabytes of "
+            "results (a killed sweep continues with --resume)", markup=False, highlight=False,
+        )
     bar = None if quiet else SweepBar(spec.name)
     try:
         return run_sweep(
@@ -156,6 +175,7 @@ def sweep(
     executor: ExecutorOpt = ExecutorChoice.local,
     workers: WorkersOpt = None,
     address: AddressOpt = None,
+    ray_timeout: RayTimeoutOpt = RAY_TIMEOUT_S,
     resume: Annotated[
         bool, typer.Option("--resume", help="Evaluate only the points the folder lacks")
     ] = False,
@@ -166,12 +186,15 @@ def sweep(
     quiet: QuietOpt = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
 ) -> None:
-    """Evaluate every point of a sweep spec into a results folder (resumable)."""
+    """Evaluate every point of a sweep spec into a results folder (resumable). A spec of more
+    than 10,000,000 points is refused before any work (exit 2: narrow the axes or use a random
+    or lhs search); above 100,000 the count is noted first."""
     with user_errors():
         writable(out, "--out", folder=True)
         if csv is not None:
             writable(csv, "--csv")
-        summary = _run(spec, out, _executor(executor, workers, address), resume, quiet, chunk_size)
+        runner = _executor(executor, workers, address, ray_timeout)
+        summary = _run(spec, out, runner, resume, quiet, chunk_size)
         rows = None
         if csv is not None:
             from infersim.explorer.store import export_csv
@@ -228,6 +251,7 @@ def report(
     executor: ExecutorOpt = ExecutorChoice.local,
     workers: WorkersOpt = None,
     address: AddressOpt = None,
+    ray_timeout: RayTimeoutOpt = RAY_TIMEOUT_S,
     quiet: QuietOpt = False,
 ) -> None:
     """Write a self-contained HTML design report (runs the sweep first when given a spec)."""
@@ -249,7 +273,8 @@ def report(
             folder = results or Path(tmp) / "results"
             label = None if results else "a temporary folder (pass --results DIR to keep them)"
             resume = _is_results(folder)
-            summary = _run(source, folder, _executor(executor, workers, address), resume, quiet)
+            runner = _executor(executor, workers, address, ray_timeout)
+            summary = _run(source, folder, runner, resume, quiet)
             err_console.print(_summary_line(summary), markup=False, highlight=False)
         result = _written(
             out, "--out", lambda: write_report(folder, out, static, label, validation or ())

@@ -5,7 +5,8 @@
   workers are forked (milliseconds; spawning re-imports everything, seconds), and
   :meth:`~LocalExecutor.open` forks them before the caller starts any thread (the progress bar).
 - :class:`RayExecutor` — Ray tasks on a local Ray it starts (``address=None``) or on a running
-  cluster (``"auto"`` or ``HOST:PORT``; infersim must be installed on its nodes).
+  cluster (``"auto"`` or ``HOST:PORT``; infersim must be installed on its nodes), joined
+  within a bounded time (:data:`RAY_CONNECT_TIMEOUT_S`) or refused.
 
 Both keep at most two chunks per worker in flight, so memory stays flat however many points a
 sweep has. Results do not depend on the executor: a point's row is a function of the point.
@@ -13,9 +14,13 @@ sweep has. Results do not depend on the executor: a point's row is a function of
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import socket
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
@@ -143,31 +148,131 @@ def _ray_call(fn: Callable[[Context, Any], Any], ctx: Context, item: Any) -> Any
     return fn(ctx, item)
 
 
-class RayExecutor:
-    """Ray tasks: a local Ray of ``workers`` CPUs, or the cluster at ``address``."""
+RAY_CONNECT_TIMEOUT_S = 30.0
+"""How long joining a Ray cluster may take before the sweep gives up (Ray itself retries a
+missing head for many minutes)."""
 
-    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a ``HOST:PORT`` (or ``ray://HOST:PORT``) address; None for ``auto``.
+
+    Raises:
+        ConfigError: neither ``auto`` nor ``HOST:PORT`` with a port in 1..65535.
+    """
+    if address == "auto":
+        return None
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    number = port.isascii() and port.isdigit() and 1 <= int(port) <= 65535
+    if not (sep and host and number):
+        raise ConfigError(f"--address {address!r}: expected auto or HOST:PORT (a port in "
+                          "1..65535)")
+    return host.strip("[]"), int(port)
+
+
+def _probe(address: str, host: str, port: int, timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for ``host:port`` to accept a TCP connection (a head node may
+    still be starting).
+
+    Raises:
+        ConfigError: nothing accepted a connection there in time, with the last reason.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            socket.create_connection((host, port), timeout=max(0.1, min(left, 5.0))).close()
+            return
+        except OSError as exc:
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            if deadline - time.monotonic() <= 0:
+                raise ConfigError(
+                    f"cannot reach the Ray cluster at {address} within {timeout_s:g} s "
+                    f"({reason}): start its head there (ray start --head --port={port}), or "
+                    "give another --address (--ray-timeout sets the wait)"
+                ) from None
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+
+class _NoThreadNotice(logging.Filter):
+    """Drops Ray's notice that ``ray.init`` off the main thread sets no SIGTERM handler (the
+    sweep needs none: SIGTERM ends the process as it would without Ray)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+def _join(address: str, timeout_s: float, wait_s: float, options: dict[str, Any]) -> None:
+    """``ray.init(address)`` given at most ``wait_s`` of the ``timeout_s`` allowed: Ray retries
+    an address without a cluster for many minutes, so the call runs in a daemon thread that is
+    abandoned when it does not return in time (the process can still exit).
+
+    Raises:
+        ConfigError: no answer in time, or Ray's ConnectionError (no cluster at ``auto``).
+    """
+    import ray
+
+    failure: list[BaseException] = []
+
+    def init() -> None:
+        try:
+            ray.init(address=address, **options)
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            failure.append(exc)
+
+    logging.getLogger("ray._private.worker").addFilter(_NoThreadNotice())
+    thread = threading.Thread(target=init, name="ray-init", daemon=True)
+    thread.start()
+    thread.join(wait_s)
+    if thread.is_alive():
+        raise ConfigError(
+            f"the Ray cluster at {address} did not answer within {timeout_s:g} s (is it a Ray "
+            "head's GCS port?); --ray-timeout sets the wait"
+        )
+    if failure:
+        if isinstance(failure[0], ConnectionError):
+            raise ConfigError(f"cannot join the Ray cluster at {address}: {failure[0]}") from None
+        raise failure[0]
+
+
+class RayExecutor:
+    """Ray tasks: a local Ray of ``workers`` CPUs, or the cluster at ``address`` (joined
+    within ``connect_timeout_s``)."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None,
+                 connect_timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
         try:
             import ray  # noqa: F401
         except ImportError:
             raise ConfigError("the ray executor needs Ray: pip install 'infersim[dist]'") from None
         if workers is not None and workers < 1:
             raise ConfigError(f"workers = {workers}: must be >= 1")
+        if not 0 < connect_timeout_s <= 3600:
+            raise ConfigError(f"--ray-timeout {connect_timeout_s:g}: must be > 0 and <= 3600 s")
+        self.target = _host_port(address) if address else None
         self.address = address
         self.workers = workers or default_workers()
+        self.connect_timeout_s = connect_timeout_s
         self._started = False
         self._ctx: Context | None = None
         self._ctx_ref: Any = None
 
     def open(self, ctx: Context) -> None:
-        """Start (or join) Ray and put ``ctx`` in its object store."""
+        """Start (or join) Ray and put ``ctx`` in its object store.
+
+        Raises:
+            ConfigError: the cluster at ``address`` cannot be joined within the timeout.
+        """
         import ray
 
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                        "configure_logging": False}
             if self.address:
-                ray.init(address=self.address, **options)
+                start = time.monotonic()
+                if self.target is not None:
+                    _probe(self.address, *self.target, self.connect_timeout_s)
+                left = self.connect_timeout_s - (time.monotonic() - start)
+                _join(self.address, self.connect_timeout_s, max(left, 1.0), options)
                 self.workers = max(1, int(ray.cluster_resources().get("CPU", self.workers)))
             else:
                 ray.init(num_cpus=self.workers, **options)
@@ -199,16 +304,18 @@ class RayExecutor:
                             2 * self.workers)
 
 
-def make_executor(kind: str, workers: int | None = None, address: str | None = None) -> Executor:
-    """``local`` or ``ray`` (``address`` only for ray).
+def make_executor(kind: str, workers: int | None = None, address: str | None = None,
+                  connect_timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> Executor:
+    """``local`` or ``ray`` (``address`` and ``connect_timeout_s`` only for ray).
 
     Raises:
-        ConfigError: unknown kind, workers < 1, an address for local, or Ray not installed.
+        ConfigError: unknown kind, workers < 1, an address for local, a malformed address or
+            timeout, or Ray not installed.
     """
     if kind == "local":
         if address:
             raise ConfigError("--address is for the ray executor")
         return LocalExecutor(workers)
     if kind == "ray":
-        return RayExecutor(address, workers)
+        return RayExecutor(address, workers, connect_timeout_s)
     raise ConfigError(f"unknown executor {kind!r}; allowed: local, ray")

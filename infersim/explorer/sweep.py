@@ -101,11 +101,13 @@ def run_sweep(
     given, is called with (points done, total) as results arrive (:data:`SweepProgress`).
 
     Raises:
-        ConfigError: the folder already holds results and ``resume`` is off, or it holds a
-            different spec's results; another sweep is writing the folder.
+        ConfigError: the spec has more than :data:`MAX_SWEEP_POINTS` points; the folder
+            already holds results and ``resume`` is off, or it holds a different spec's
+            results; another sweep is writing the folder.
     """
     start = time.perf_counter()
     out = Path(directory)
+    check_size(spec)
     spec_doc = spec.model_dump(mode="json")
     with ResultStore(out) as store:
         stored = store.read_spec()
@@ -134,6 +136,46 @@ def run_sweep(
     points = writer.written + skipped
     return SweepSummary(out, points, writer.written, skipped, writer.errors,
                         time.perf_counter() - start)
+
+
+MAX_SWEEP_POINTS = 10_000_000
+"""Most points a sweep may have (refused above, before any work): some 10 GB of results and
+hours of evaluation on a workstation. A larger space wants ``search: random`` or ``lhs``."""
+
+LARGE_SWEEP_POINTS = 100_000
+"""Above this many points the CLI notes the count before the sweep starts (minutes or more)."""
+
+
+def planned_points(spec: SweepSpec) -> tuple[int, int]:
+    """(designs, points per design) of ``spec``: a design's points are its workloads ×
+    techniques × engine/dataflow pairs; for ``optimize``, the designs are at most every
+    generation's population, (maxiter + 1) × popsize × axes per swept chip."""
+    space = DesignSpace(spec)
+    designs = space.count_designs()
+    search = spec.search
+    if designs is None:
+        assert isinstance(search, OptimizeSearch)
+        designs = sum((search.maxiter + 1) * search.popsize * len(dims) if dims else 1
+                      for dims in space.dims)
+    return designs, space.points_per_design
+
+
+def check_size(spec: SweepSpec) -> int:
+    """The points ``spec`` evaluates (:func:`planned_points`).
+
+    Raises:
+        ConfigError: more than :data:`MAX_SWEEP_POINTS`, with the count and its factors.
+    """
+    designs, per_design = planned_points(spec)
+    points = designs * per_design
+    if points > MAX_SWEEP_POINTS:
+        raise ConfigError(
+            f"sweep {spec.name!r} has {points:,} points ({designs:,} designs x {per_design:,} "
+            f"points each: workloads x techniques x engines/dataflows); infersim sweeps at "
+            f"most {MAX_SWEEP_POINTS:,}: narrow the axes (fewer num), or use search: random "
+            "or lhs with n designs"
+        )
+    return points
 
 
 SMALL_SWEEP_POINTS = 2000

@@ -23,8 +23,8 @@ from types import MappingProxyType
 from pydantic import BaseModel, ConfigDict, Field
 
 from infersim import dtypes
-from infersim.workloads.gguf.presets import tensor_types
-from infersim.workloads.gguf.tensors import RoleMix, role_mix
+from infersim.workloads.gguf.presets import tensor_mix
+from infersim.workloads.gguf.tensors import RoleMix
 from infersim.workloads.models import ModelConfig
 from infersim.workloads.ops import (
     Attention,
@@ -84,11 +84,10 @@ def _shard(size: int, tp: int) -> int:
 def _gguf_mix(model: ModelConfig, preset: str) -> tuple[Mapping[str, RoleMix], float]:
     """The weight roles of ``model``'s tensors under the GGUF ``preset``, and the bytes of the
     tensors outside every role (norms, biases; a tied LM head is the embedding's tensor)."""
-    plans = tensor_types(model, preset)
-    mix = role_mix(plans)
+    mix, total = tensor_mix(model, preset)
     tied = model.tie_word_embeddings
     counted = sum(m.n_bytes for role, m in mix.items() if not (tied and role == "lm_head"))
-    return MappingProxyType(mix), float(sum(t.n_bytes for t in plans) - counted)
+    return MappingProxyType(mix), float(total - counted)
 
 
 @lru_cache(maxsize=64)

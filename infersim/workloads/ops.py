@@ -400,7 +400,10 @@ class Elementwise(OpBase):
 
     kind: Literal["elementwise"] = "elementwise"
     elements: Dim = Field(description="Output elements")
-    inputs: int = Field(default=1, ge=0, le=64, description="Input tensors of that size read")
+    inputs: int = Field(
+        default=1, ge=0, le=1 << 16,
+        description="Input tensors of that size read (a MoE combine reads top-k of them)",
+    )
     flops_per_element: float = Field(default=1.0, ge=0, le=1e6, description="FLOPs per element")
     dtype: DTypeName = Field(default="bf16", description="Element dtype")
 

@@ -347,7 +347,8 @@ class TechniqueStack:
 
 
 def parse(text: str | TechniqueStack | None) -> TechniqueStack:
-    """Parse ``"int4-awq+kv-fp8+flash"`` (``""`` or ``"baseline"`` is the empty stack).
+    """Parse ``"int4-awq+kv-fp8+flash"`` (``""`` or ``"baseline"`` is the empty stack, and a
+    ``baseline`` token in a stack changes nothing).
 
     Raises:
         ConfigError: an unknown token or a parameter out of range, naming the token.
@@ -360,6 +361,8 @@ def parse(text: str | TechniqueStack | None) -> TechniqueStack:
     techniques = []
     for raw in text.split("+"):
         token = raw.strip()
+        if token == "baseline":
+            continue  # the identity: "baseline+emulate" is "emulate" (what --allow-emulation adds)
         try:
             techniques.append(_parse_token(token))
         except ValidationError as exc:

@@ -624,3 +624,27 @@ def test_dequantization_ops_follow_the_gguf_type():
     assert per_weight("q4_k_m") > per_weight("q8_0")
     bf16 = [op for op in decode_step(model, 1, 128) if isinstance(op, Gemm)]
     assert all(op.dequant_ops_per_weight is None for op in bf16)
+
+
+@pytest.mark.parametrize("name", ["llama-3-70b", "mixtral-8x7b", "deepseek-v2-lite", "tiny-test"])
+@pytest.mark.parametrize("fmt", ["q4_k_m", "q3_k_m", "iq2_xs", "q6_k", "mxfp4_moe"])
+def test_the_layer_class_mix_equals_every_tensor_listed(name: str, fmt: str):
+    """tensor_mix costs one layer per class of layers the rules cannot tell apart: the same
+    figures as listing every tensor (and a model of thousands of layers in milliseconds)."""
+    from infersim.workloads.gguf.presets import tensor_mix
+
+    if fmt not in PRESETS:
+        pytest.skip(f"no preset {fmt}")
+    def same(model: ModelConfig) -> None:
+        plans = tensor_types(model, fmt)
+        mix, total = tensor_mix(model, fmt)
+        listed = role_mix(plans)
+        assert total == sum(t.n_bytes for t in plans)
+        assert mix.keys() == listed.keys()
+        for role, m in mix.items():  # dequant ops are float sums: only their order differs
+            assert (m.n_elements, m.n_bytes) == (listed[role].n_elements, listed[role].n_bytes)
+            assert m.dequant_ops == pytest.approx(listed[role].dequant_ops, rel=1e-12)
+
+    model = load_model(name)
+    same(model)
+    same(model.model_copy(update={"num_hidden_layers": 4096, "first_k_dense_replace": 1}))

@@ -28,6 +28,10 @@ LOGNORMAL_TAIL_SIGMAS = 3.0
 """A lognormal length is clipped at ``median · exp(3σ)`` (its 99.87th percentile), which is also
 the reservation a contiguous KV manager makes when no ``max_output_tokens`` is given."""
 
+MIN_RATE_PER_S = 1e-6
+"""Slowest arrival rate accepted (one request in about 12 days): at a denormal rate the gaps
+between arrivals overflow to infinity."""
+
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 """Required trace CSV columns; ``prefix_id`` and ``prefix_tokens`` are optional."""
 
@@ -43,14 +47,16 @@ class Poisson(_Spec):
     """Poisson arrivals: exponential gaps with mean ``1 / rate_per_s``."""
 
     kind: Literal["poisson"] = "poisson"
-    rate_per_s: float = Field(gt=0, le=1e7, description="Mean arrival rate in requests/s")
+    rate_per_s: float = Field(
+        ge=MIN_RATE_PER_S, le=1e7, description="Mean arrival rate in requests/s"
+    )
 
 
 class Fixed(_Spec):
     """Evenly spaced arrivals, one every ``1 / rate_per_s`` seconds."""
 
     kind: Literal["fixed"] = "fixed"
-    rate_per_s: float = Field(gt=0, le=1e7, description="Arrival rate in requests/s")
+    rate_per_s: float = Field(ge=MIN_RATE_PER_S, le=1e7, description="Arrival rate in requests/s")
 
 
 class Burst(_Spec):

@@ -19,12 +19,15 @@ llama.cpp, a fused ``attn_qkv`` follows the attn_v rules.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import Literal, get_args
 
 from infersim.errors import ConfigError
 from infersim.workloads.gguf.blocks import BLOCK_TYPES
 from infersim.workloads.gguf.tensors import (
+    RoleMix,
     TensorPlan,
     role_mix,
     tensor_role,
@@ -315,6 +318,12 @@ def tensor_types(model: ModelConfig, preset_name: str, *,
     Raises:
         ConfigError: unknown preset.
     """
+    return _plans(model, preset_name, imatrix, None)
+
+
+def _plans(model: ModelConfig, preset_name: str, imatrix: bool | None,
+           layers: Iterable[int] | None) -> list[TensorPlan]:  # fmt: skip
+    """:func:`tensor_types` of the tensors outside the blocks and of ``layers`` (None: all)."""
     p = preset(preset_name)
     kv = model.kv_heads if not model.is_mla else model.num_attention_heads
     ctx = _Traits(
@@ -328,7 +337,7 @@ def tensor_types(model: ModelConfig, preset_name: str, *,
         imatrix=p.needs_imatrix if imatrix is None else imatrix,
     )
     plans = []
-    for stem, layer, ne, quantizable in tensor_shapes(model):
+    for stem, layer, ne, quantizable in tensor_shapes(model, layers):
         role = tensor_role(stem)
         kind = _choose(p, role, layer, ne, ctx) if quantizable else "F32"
         n = math.prod(ne)
@@ -338,10 +347,39 @@ def tensor_types(model: ModelConfig, preset_name: str, *,
     return plans
 
 
+@lru_cache(maxsize=64)
+def _layer_classes(n: int, moe_from: int) -> dict[int, int]:
+    """A representative layer of each class of ``n`` layers the quantization rules cannot tell
+    apart (the same answer to every layer selection; MoE from layer ``moe_from`` on) → the
+    class's size."""
+    selections = get_args(Layers)
+    reps: dict[tuple[bool, ...], int] = {}
+    sizes: dict[int, int] = {}
+    for i in range(n):
+        key = (*(_layer_holds(sel, i, n) for sel in selections), i >= moe_from)
+        rep = reps.setdefault(key, i)
+        sizes[rep] = sizes.get(rep, 0) + 1
+    return sizes
+
+
+def tensor_mix(model: ModelConfig, preset_name: str, *, imatrix: bool | None = None
+               ) -> tuple[dict[str, RoleMix], int]:
+    """``role_mix(tensor_types(...))`` and the bytes of all the tensors, without listing every
+    layer's tensors: one layer of each class the rules cannot tell apart stands for the class
+    (the same figures; a model of thousands of layers costs a handful). Raises as
+    :func:`tensor_types`."""
+    n = model.num_hidden_layers
+    sizes = _layer_classes(n, model.first_k_dense_replace if model.is_moe else n)
+    plans = _plans(model, preset_name, imatrix, sorted(sizes))
+    counts = [1 if t.layer is None else sizes[t.layer] for t in plans]
+    total = sum(t.n_bytes * c for t, c in zip(plans, counts, strict=True))
+    return role_mix(plans, counts), total
+
+
 def weights_bytes(model: ModelConfig, preset_name: str, *, imatrix: bool | None = None) -> float:
     """Bytes of all tensor data of ``model`` under ``preset_name`` (GGUF metadata and the
     32-byte alignment padding between tensors not included). Raises as :func:`tensor_types`."""
-    return float(sum(t.n_bytes for t in tensor_types(model, preset_name, imatrix=imatrix)))
+    return float(tensor_mix(model, preset_name, imatrix=imatrix)[1])
 
 
 def role_bits(model: ModelConfig, preset_name: str, *,
@@ -350,7 +388,7 @@ def role_bits(model: ModelConfig, preset_name: str, *,
     gate + up, ffn_down, experts_up, experts_down, router, lm_head, embedding) of ``model``
     under ``preset_name``, element-weighted over all layers (see :func:`role_mix`; for a file's
     own tensors use ``role_mix(header.tensors)``). Raises as :func:`tensor_types`."""
-    mix = role_mix(tensor_types(model, preset_name, imatrix=imatrix))
+    mix, _ = tensor_mix(model, preset_name, imatrix=imatrix)
     return {r: m.bits_per_weight for r, m in mix.items()}
 
 
@@ -358,6 +396,6 @@ def role_dequant_ops(model: ModelConfig, preset_name: str, *,
                      imatrix: bool | None = None) -> dict[str, float]:  # fmt: skip
     """Estimated dequantization vector ops per weight of each engine role, element-weighted
     like :func:`role_bits`."""
-    mix = role_mix(tensor_types(model, preset_name, imatrix=imatrix))
+    mix, _ = tensor_mix(model, preset_name, imatrix=imatrix)
     return {r: m.dequant_ops_per_weight for r, m in mix.items()}
 

@@ -71,9 +71,10 @@ class _Tensors:
             self.out.append((f"{role}.bias", layer, (rows, experts) if experts else (rows,), False))
 
 
-def tensor_shapes(m: ModelConfig) -> list[_Shape]:
+def tensor_shapes(m: ModelConfig, layers: Iterable[int] | None = None) -> list[_Shape]:
     """(name, layer, ggml shape ``ne``, quantizable) of every tensor of ``m``'s GGUF, in file
-    order, counting exactly what ``m.params()`` counts."""
+    order, counting exactly what ``m.params()`` counts (``layers``: only those layers' tensors
+    besides the ones outside the blocks)."""
     t, h = _Tensors(m), m.hidden_size
     t.mat("token_embd", None, h, m.vocab_size)
     if m.positions == "learned":
@@ -81,20 +82,24 @@ def tensor_shapes(m: ModelConfig) -> list[_Shape]:
         t.mat("position_embd", None, h, rows, quantizable=False)
     if m.embedding_norm:
         t.norm(("token_embd_norm",), None)
-    for i in range(m.num_hidden_layers):
-        t.norm(_NORMS.get(m.norms_per_layer, _numbered(m.norms_per_layer)), i)
-        _attention(t, m, i)
-        if not (m.is_moe and i >= m.first_k_dense_replace):
-            _mlp(t, m, i, m.intermediate_size, "")
-            continue
-        t.mat("ffn_gate_inp", i, h, m.num_experts, quantizable=False)
-        _mlp(t, m, i, m.expert_size, "_exps", m.num_experts)
-        if m.shared_expert_size:
-            _mlp(t, m, i, m.shared_expert_size, "_shexp")
+    for i in range(m.num_hidden_layers) if layers is None else layers:
+        _layer(t, m, i)
     t.norm(("output_norm",), None)
     if not m.tie_word_embeddings:
         t.mat("output", None, h, m.vocab_size)
     return t.out
+
+
+def _layer(t: _Tensors, m: ModelConfig, i: int) -> None:
+    t.norm(_NORMS.get(m.norms_per_layer, _numbered(m.norms_per_layer)), i)
+    _attention(t, m, i)
+    if not (m.is_moe and i >= m.first_k_dense_replace):
+        _mlp(t, m, i, m.intermediate_size, "")
+        return
+    t.mat("ffn_gate_inp", i, m.hidden_size, m.num_experts, quantizable=False)
+    _mlp(t, m, i, m.expert_size, "_exps", m.num_experts)
+    if m.shared_expert_size:
+        _mlp(t, m, i, m.shared_expert_size, "_shexp")
 
 
 def _attention(t: _Tensors, m: ModelConfig, i: int) -> None:
@@ -193,25 +198,29 @@ def tensor_role(name: str) -> str:
     return stem
 
 
-def role_mix(tensors: Iterable[_Tensor]) -> dict[str, RoleMix]:
+def role_mix(tensors: Iterable[_Tensor], counts: Iterable[int] | None = None
+             ) -> dict[str, RoleMix]:
     """:class:`RoleMix` per engine role (:data:`ENGINE_ROLES` values) of a tensor list: the
-    :func:`tensor_types` of a model or the ``tensors`` of a :class:`GgufHeader`. Biases, norms
-    and anything else outside :data:`ENGINE_ROLES` are left out; without an ``output`` tensor
-    (tied embeddings) the embedding is reported as ``lm_head`` too."""
+    :func:`tensor_types` of a model or the ``tensors`` of a :class:`GgufHeader` (``counts``:
+    how many times each tensor stands, default once). Biases, norms and anything else outside
+    :data:`ENGINE_ROLES` are left out; without an ``output`` tensor (tied embeddings) the
+    embedding is reported as ``lm_head`` too."""
     elements: dict[str, int] = {}
     nbytes: dict[str, int] = {}
     ops: dict[str, float] = {}
-    items = [t for t in tensors if not t.name.endswith(".bias")]
-    tied = not any(tensor_role(t.name) == "output" for t in items)
-    for t in items:
-        role = tensor_role(t.name)
+    listed = list(tensors)
+    times = [1] * len(listed) if counts is None else list(counts)
+    items = [(t, tensor_role(t.name), n) for t, n in zip(listed, times, strict=True)
+             if not t.name.endswith(".bias")]
+    tied = not any(role == "output" for _, role, _ in items)
+    for t, role, n in items:
         targets = [ENGINE_ROLES[role]] if role in ENGINE_ROLES else []
         if tied and role == "token_embd":
             targets.append("lm_head")
-        cost = BLOCK_TYPES[t.ggml_type].dequant_ops_per_weight * t.n_elements
+        cost = BLOCK_TYPES[t.ggml_type].dequant_ops_per_weight * t.n_elements * n
         for r in targets:
-            elements[r] = elements.get(r, 0) + t.n_elements
-            nbytes[r] = nbytes.get(r, 0) + t.n_bytes
+            elements[r] = elements.get(r, 0) + t.n_elements * n
+            nbytes[r] = nbytes.get(r, 0) + t.n_bytes * n
             ops[r] = ops.get(r, 0.0) + cost
     return {r: RoleMix(elements[r], nbytes[r], ops[r]) for r in elements}
 

@@ -45,8 +45,20 @@ from infersim.dataflow.loopnest import (
     tile_operand_bytes,
 )
 from infersim.dataflow.templates import OPERANDS
+from infersim.errors import InfersimError
 
 Floats = npt.NDArray[np.float64]
+
+MAX_TILES = 1 << 22
+"""Most SRAM tiles one mapping may have: the plan unrolls every tile, about
+:data:`SECONDS_PER_TILE` and :data:`BYTES_PER_TILE` each (this bound: some 1.5 s and 0.8 GB);
+the analytic engine costs any mapping in closed form."""
+
+SECONDS_PER_TILE = 0.35e-6
+"""Time to plan and simulate one SRAM tile (measured on GEMMs of 4M and 16M tiles)."""
+
+BYTES_PER_TILE = 190
+"""Peak memory per SRAM tile of the plan (measured with the time)."""
 
 MAX_GROUPS = 8
 """Most core groups one mapping is simulated with (see :func:`_group_cores`)."""
@@ -242,10 +254,18 @@ def _group_cores(columns: npt.NDArray[np.int64]) -> tuple[Any, Any, Any]:
     items. Bytes are rescaled to the mapping's traffic afterwards, so totals stay exact."""
     keys = (columns, np.where(columns >= 0, columns >> 4, -1), (columns >= 0).sum(axis=1)[:, None])
     for key in keys:
-        _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+        _, first, counts = np.unique(_rows(key), return_index=True, return_counts=True)
         if len(counts) <= MAX_GROUPS:
             break
     return first, counts, columns[first]
+
+
+def _rows(key: npt.NDArray[np.int64]) -> npt.NDArray[np.void]:
+    """Each row of ``key`` as one opaque value (equal rows, equal values): ``np.unique`` of
+    these groups the rows as ``np.unique(axis=0)`` does, without a structured dtype of one
+    field per column, which costs seconds when a row holds millions of waves."""
+    flat = np.ascontiguousarray(key)
+    return flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
 
 
 def work_plan(prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int) -> WorkPlan:
@@ -253,10 +273,21 @@ def work_plan(prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int) -> W
     most ``max_blocks`` blocks; bytes per core are scaled to the mapping's DRAM traffic.
 
     Raises:
+        InfersimError: more than :data:`MAX_TILES` tiles.
         ValueError: ``max_blocks`` below 3.
     """
     if max_blocks < 3:
         raise ValueError(f"max_blocks(={max_blocks}) must be >= 3")
+    tiles = math.prod(count for _, count in mapping.dram_loops)
+    if tiles > MAX_TILES:
+        dims = "x".join(str(prob.dims[d]) for d in DIMS if prob.dims[d] > 1)
+        raise InfersimError(
+            f"event engine: a {dims} {mapping.dataflow} mapping on {chip.name} has {tiles:,} "
+            f"SRAM tiles ({chip.sram.capacity_bytes:,} bytes of SRAM per core), about "
+            f"{tiles * SECONDS_PER_TILE:,.0f} s and {tiles * BYTES_PER_TILE / 1e9:,.1f} GB to "
+            f"simulate tile by tile; it simulates at most {MAX_TILES:,} tiles per operator: "
+            "use the analytic engine (the same mapping in closed form), or more SRAM"
+        )
     un = _Unroll(prob, mapping, chip)
     cores = chip.cores
     codes = un.item_codes()
@@ -296,7 +327,7 @@ def work_plan(prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int) -> W
                 + seq["out_read"] * scale["out_read"])
         merged = {"cycles": seq["cycles"], "folds": seq["folds"], "read": read,
                   "write": seq["out_write"] * scale["out_write"], "hold": seq["hold"]}
-        tiles, blk = _blocks(merged, max_blocks)
-        groups.append(CoreGroup(first_core, m, tiles, blk["folds"], blk["cycles"], blk["read"],
+        per_block, blk = _blocks(merged, max_blocks)
+        groups.append(CoreGroup(first_core, m, per_block, blk["folds"], blk["cycles"], blk["read"],
                                 blk["write"], blk["hold"]))
     return WorkPlan(tuple(groups), tiles_total, un.items, min(un.items, cores), waves)

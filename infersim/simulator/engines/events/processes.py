@@ -242,7 +242,9 @@ class _Engine:
             last = yield s.loaded.get()
             cycles = s.g.compute_cycles[i] / self.efficiency
             end = max(env.now + cycles, last + cycles / s.g.folds[i])
-            wait = end - cycles - t0
+            # the array's wait for data: end - cycles - t0, written so that rounding at large
+            # cycle counts cannot make it negative (env.now >= t0)
+            wait = max(env.now - t0, last + cycles / s.g.folds[i] - cycles - t0)
             if i == 0:
                 s.first_load = wait
             else:

@@ -48,6 +48,7 @@ from infersim.simulator.engines.events.scalesim_demand import (
     demand_rows,
     fold_figures,
     matrices,
+    operand_dims,
     operands,
 )
 from infersim.simulator.engines.events.timeline import EventStats, Span, Timeline
@@ -55,6 +56,13 @@ from infersim.workloads.ops import Conv2d, Gemm
 
 MAX_DEMAND_WORDS = 50_000_000
 """Largest demand matrix (rows × ports) replayed; SCALE-Sim itself is meant for small layers."""
+
+MAX_OPERAND_WORDS = 20_000_000
+"""Largest layer replayed, in words of its three address matrices (M·K + K·N + M·N): building
+them takes about :data:`OPERAND_BYTES_PER_WORD` each at peak (this bound: about 1 GB)."""
+
+OPERAND_BYTES_PER_WORD = 48
+"""Peak bytes per address-matrix word while :func:`operands` builds them (measured)."""
 
 
 @dataclass(frozen=True)
@@ -249,15 +257,23 @@ def simulate_layer(cfg: ScaleSimConfig, op: Gemm | Conv2d,
         InfersimError: a batched layer, a non-integral bandwidth, bank bandwidths SCALE-Sim
             refuses, custom layouts, sparsity or Ramulator traces, an extent that does not
             give the op's output, or a layer too large to replay (more than
-            :data:`MAX_DEMAND_WORDS` demand words).
+            :data:`MAX_OPERAND_WORDS` address words or :data:`MAX_DEMAND_WORDS` demand words,
+            refused before anything is allocated).
     """
     _check(cfg)
     rows, cols = cfg.array_rows, cfg.array_cols
-    ifm, fil, ofm = operands(op, ifmap_extent)
-    m, k, n = ifm.shape[0], ifm.shape[1], fil.shape[1]
+    m, k, n = operand_dims(op, ifmap_extent)
+    words = m * k + k * n + m * n
+    if words > MAX_OPERAND_WORDS:  # checked before a single matrix is allocated
+        raise InfersimError(
+            f"layer {op.name!r}: its address matrices ({m:,}x{k:,}, {k:,}x{n:,}, {m:,}x{n:,}: "
+            f"{words:,} words, about {words * OPERAND_BYTES_PER_WORD / 2**30:,.1f} GiB to "
+            f"build) are too large to replay (at most {MAX_OPERAND_WORDS:,} words)"
+        )
     n_rows = demand_rows(cfg.dataflow, rows, cols, m, k, n)
     if n_rows * (2 * rows + cols) > MAX_DEMAND_WORDS:
         raise InfersimError(f"layer {op.name!r}: {n_rows} demand rows are too many to replay")
+    ifm, fil, ofm = operands(op, ifmap_extent)
     tape_if, tape_f, d_if, d_f, d_o = matrices(cfg.dataflow, rows, cols, ifm, fil, ofm)
     reads, ofmap_bw = _buffers(cfg, (tape_if, tape_f), (d_if, d_f))
     spans: list[Span] = []

@@ -24,15 +24,20 @@ FILTER_OFFSET, OFMAP_OFFSET = 10_000_000, 20_000_000
 """SCALE-Sim's default word offsets of the filter and ofmap address spaces."""
 
 
-def operands(op: Gemm | Conv2d,
-             ifmap_extent: tuple[int, int] | None = None) -> tuple[Ints, Ints, Ints]:
-    """Address matrices as SCALE-Sim builds them: ifmap (M × K), filter (K × N), ofmap (M × N).
+def operand_dims(op: Gemm | Conv2d,
+                 ifmap_extent: tuple[int, int] | None = None) -> tuple[int, int, int]:
+    """(M, K, N) of the address matrices :func:`operands` builds, without building them.
 
-    ``ifmap_extent`` is a convolution's ifmap (height, width) as its topology states it: with a
-    stride that does not divide H − R, SCALE-Sim's last window reaches past the edge, and those
-    words are idle (−1) and absent from the prefetch order, while the image rows keep the stated
-    width. Without it the op's own (padded) extent is used.
+    Raises:
+        InfersimError: as :func:`operands`.
     """
+    *_, c, nf, _stride, e, f, r, s = _geometry(op, ifmap_extent)
+    return e * f, r * s * c, nf
+
+
+def _geometry(op: Gemm | Conv2d, ifmap_extent: tuple[int, int] | None
+              ) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """(h, w, c, nf, stride, e, f, r, s) of a layer as SCALE-Sim lays it out."""
     if isinstance(op, Gemm):
         if op.batch != 1:
             raise InfersimError(f"gemm {op.name!r}: SCALE-Sim layers have batch 1")
@@ -50,6 +55,22 @@ def operands(op: Gemm | Conv2d,
                 raise InfersimError(
                     f"conv {op.name!r}: ifmap extent {h}x{w} does not give its {e}x{f} output"
                 )
+    return h, w, c, nf, stride, e, f, r, s
+
+
+def operands(op: Gemm | Conv2d,
+             ifmap_extent: tuple[int, int] | None = None) -> tuple[Ints, Ints, Ints]:
+    """Address matrices as SCALE-Sim builds them: ifmap (M × K), filter (K × N), ofmap (M × N).
+
+    ``ifmap_extent`` is a convolution's ifmap (height, width) as its topology states it: with a
+    stride that does not divide H − R, SCALE-Sim's last window reaches past the edge, and those
+    words are idle (−1) and absent from the prefetch order, while the image rows keep the stated
+    width. Without it the op's own (padded) extent is used.
+
+    Raises:
+        InfersimError: a batched layer, or an extent that does not give the op's output.
+    """
+    h, w, c, nf, stride, e, f, r, s = _geometry(op, ifmap_extent)
     m, k = e * f, r * s * c
     i, j = np.meshgrid(np.arange(m), np.arange(k), indexing="ij")
     orow, ocol = np.divmod(i, f)
