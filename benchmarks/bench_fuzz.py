@@ -4,7 +4,8 @@ classified by outcome; prints the outcome table and the first failures.
 Run: ``.venv/bin/python benchmarks/bench_fuzz.py [N] [VALID]`` (default 3,000 malformed and
 1,000 valid invocations with extreme values, seed 0). The contract: exit 0, 1 or 2, never a
 traceback, and an exit-0 run prints only finite, non-negative figures and valid JSON
-(``exit 0, bad figures``); the slowest invocation is printed (a run in process cannot be
+(``exit 0, bad figures``), and an error names the user's input, not an internal operator
+(``exit 2, internal names``); the slowest invocation is printed (a run in process cannot be
 interrupted, so a hang shows as a run that does not finish).
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 os.environ["INFERSIM_CACHE"] = "off"  # as in the tests: every run computes what it prints
 
-from fuzz_cli import figure_problems, invocation, valid_invocation
+from fuzz_cli import figure_problems, internal_names, invocation, valid_invocation
 from typer.testing import CliRunner
 
 from infersim.cli import app
@@ -53,6 +54,9 @@ def main() -> None:
             elif result.exit_code == 0 and (bad := figure_problems(args, result.stdout)):
                 kind = "exit 0, bad figures"
                 failures.append((args, "; ".join(bad[:3])))
+            elif result.exit_code == 2 and (names := internal_names(result.output)):
+                kind = "exit 2, internal names"
+                failures.append((args, "; ".join(names[:3])))
             else:
                 kind = f"exit {result.exit_code}"
             outcomes[kind] += 1

@@ -177,6 +177,24 @@ def _json_problems(data: object, path: str = "") -> list[str]:
     return out
 
 
+def _internal_names() -> re.Pattern[str]:
+    from infersim.workloads import ops
+
+    names = sorted(c.__name__ for c in vars(ops).values()
+                   if isinstance(c, type) and issubclass(c, ops.OpBase))  # fmt: skip
+    return re.compile(rf"validation errors? for ({'|'.join(names)})\b|\b({'|'.join(names)})\(")
+
+
+_INTERNAL = _internal_names()
+
+
+def internal_names(output: str) -> list[str]:
+    """What an error message must not name: an operator model the user never wrote (a
+    pydantic error of an internal op, or an op's repr); the message must name the user's
+    input instead."""
+    return [m.group(0) for m in _INTERNAL.finditer(output)]
+
+
 def figure_problems(args: list[str], stdout: str) -> list[str]:
     """What an exit-0 run printed that it must not: in JSON, ``NaN``/``Infinity`` tokens (not
     JSON) and non-finite or negative figures (outside :data:`MAY_BE_NEGATIVE` keys); in text,

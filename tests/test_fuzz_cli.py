@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
-from fuzz_cli import figure_problems, invocation, valid_invocation
+from fuzz_cli import figure_problems, internal_names, invocation, valid_invocation
 from typer.testing import CliRunner
 
 from infersim.cli import app
@@ -27,6 +27,8 @@ def test_malformed_invocations_never_trace_back(tmp_path: Path, seed: int):
         crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
         if crashed or result.exit_code not in (0, 1, 2) or "Traceback" in result.output:
             bad.append((args, repr(result.exception)))
+        elif result.exit_code == 2 and (names := internal_names(result.output)):
+            bad.append((args, f"names internal operators: {names[:3]}"))
     assert not bad, "\n".join(f"{a}: {e}" for a, e in bad[:10])
 
 
@@ -46,6 +48,8 @@ def test_exit_0_runs_print_only_finite_non_negative_figures(seed: int):
             bad.append((args, repr(result.exception)))
         elif result.exit_code == 0 and (problems := figure_problems(args, result.stdout)):
             bad.append((args, problems[:3]))
+        elif result.exit_code == 2 and (names := internal_names(result.output)):
+            bad.append((args, f"names internal operators: {names[:3]}"))
     assert not bad, "\n".join(f"{a}: {e}" for a, e in bad[:10])
 
 
@@ -56,3 +60,9 @@ def test_the_figure_scan_finds_what_it_must():
     assert figure_problems(["--json"], '{"a": NaN}') == ["not valid JSON: NaN is not JSON"]
     assert figure_problems(["--json"], '{"ops": [{"time_s": -1.0}]}') == ["ops[0].time_s = -1.0"]
     assert not figure_problems(["--json"], '{"a": 0.0, "b": null, "speedup_delta": -2}')
+
+
+def test_the_internal_name_scan_finds_what_it_must():
+    assert internal_names("1 validation error for Gemm\nm  Input should be <= 1048576")
+    assert internal_names("cannot cost Elementwise(name='x', inputs=3)")
+    assert not internal_names("--batch = 65536: must be <= 4096 (the GEMM's m would overflow)")
