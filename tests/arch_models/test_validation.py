@@ -11,15 +11,20 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from infersim.arch_models import Chip, load_chip
+from infersim.arch_models.chip import (
+    MAX_MACS_PER_PE_PER_CYCLE,
+    MIN_EFFICIENCY,
+    MIN_MACS_PER_PE_PER_CYCLE,
+)
 from infersim.errors import ConfigError
 from infersim.io import validate
 
 BASE = load_chip("h100-sxm").model_dump(mode="json")
 DICT_RATE_BOUNDS = {
     # dict-valued fields checked by validators: (lower, lower inclusive, upper)
-    "array.macs_per_pe_per_cycle": (0.0, False, 1024.0),
+    "array.macs_per_pe_per_cycle": (MIN_MACS_PER_PE_PER_CYCLE, True, MAX_MACS_PER_PE_PER_CYCLE),
     "energy.mac_pj": (0.0, True, 1e6),
-    "calibration.compute_efficiency_by_dtype": (0.0, False, 1.0),
+    "calibration.compute_efficiency_by_dtype": (MIN_EFFICIENCY, True, 1.0),
 }
 
 
