@@ -34,7 +34,7 @@ from infersim.explorer.metrics import Constraint
 from infersim.explorer.space import DesignSpace, Point
 from infersim.explorer.spec import SweepSpec, WorkloadCase
 from infersim.simulator import inference
-from infersim.simulator.engines import roofline, store
+from infersim.simulator.engines import roofline
 from infersim.simulator.results import Bound, MemoryReport, PhaseCost
 from infersim.workloads import graph
 from infersim.workloads.ops import Attention, Collective, HostTransfer, OpBase
@@ -559,6 +559,4 @@ def evaluate_chunk(ctx: Context, points: Sequence[Point]) -> pa.Table:
     if fp not in _EVALUATORS:
         _EVALUATORS.clear()
         _EVALUATORS[fp] = Evaluator(ctx)
-    table = _EVALUATORS[fp].evaluate(points)
-    store.flush()  # a forked worker never runs its exit handlers
-    return table
+    return _EVALUATORS[fp].evaluate(points)

@@ -30,6 +30,7 @@ import pyarrow as pa
 from infersim.errors import ConfigError
 from infersim.explorer.evaluate import Context, evaluate_chunk
 from infersim.explorer.space import Point
+from infersim.simulator.engines import store
 
 
 class Executor(Protocol):
@@ -74,7 +75,10 @@ def _init_worker(ctx: Context) -> None:
 
 
 def _call_in_worker(fn: Callable[[Context, Any], Any], item: Any) -> Any:
-    return fn(_WORKER_CONTEXT[0], item)
+    try:
+        return fn(_WORKER_CONTEXT[0], item)
+    finally:
+        store.flush()  # a forked worker never runs its exit handlers
 
 
 def _ready(_ctx: Context, item: int) -> int:
@@ -145,7 +149,10 @@ class LocalExecutor:
 
 
 def _ray_call(fn: Callable[[Context, Any], Any], ctx: Context, item: Any) -> Any:
-    return fn(ctx, item)
+    try:
+        return fn(ctx, item)
+    finally:
+        store.flush()
 
 
 RAY_CONNECT_TIMEOUT_S = 30.0

@@ -73,3 +73,21 @@ def test_executor_arguments_are_checked():
         make_executor("dask")
     with pytest.raises(ConfigError, match="--address is for the ray executor"):
         make_executor("local", address="auto")
+
+
+def test_pool_workers_write_the_cost_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A forked worker never runs its exit handlers: it flushes the cost store after every
+    unit of work, so what the pool computed is on disk when the sweep ends."""
+    import sqlite3
+
+    from infersim.simulator.engines import analytic, store
+
+    monkeypatch.setattr(store, "BATCH", 1 << 30)  # nothing written but by a flush
+    monkeypatch.setenv("INFERSIM_CACHE", "on")
+    monkeypatch.setenv("INFERSIM_CACHE_DIR", str(tmp_path / "store"))
+    analytic.clear_cache()  # the workers inherit this process's memory
+    spec = parse_spec({**SPEC, "engines": ["analytic"], "techniques": ["baseline"]})
+    run_sweep(spec, tmp_path / "r", executor=LocalExecutor(2), chunk_size=7)
+    with sqlite3.connect(tmp_path / "store" / "costs.sqlite") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM costs").fetchone()[0] > 0
+    analytic.clear_cache()

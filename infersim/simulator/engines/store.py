@@ -168,7 +168,8 @@ def store() -> CostStore | None:
 
 
 def flush() -> None:
-    """Write what the process's stores keep in memory (a sweep worker calls it per chunk)."""
+    """Write what the process's stores keep in memory (a sweep worker calls it after every
+    unit of work: a forked process never runs its exit handlers)."""
     for each in _STORES.values():
         each.flush()
 
