@@ -51,12 +51,12 @@ from infersim.dataflow.loopnest import (
     problem_of,
     rf_need,
     tile_bytes,
-    total_footprint,
 )
 from infersim.dataflow.loopnest.dram import dram_traffic
 from infersim.dataflow.loopnest.figures import (
     LOWER_BOUND_MARGIN,
     Prepared,
+    compulsory_bytes,
     lower_bound_cycles,
     prepare,
     total_cycles_at,
@@ -482,9 +482,7 @@ def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
 
     # bounded as the latency search is: no order moves fewer than the compulsory bytes
     n = len(tile["G"])
-    floor = sum(total_footprint(prob, name, counts) * prob.operand_bytes[name]
-                * (prob.output_write_scale if name == "output" else 1.0) for name in OPERANDS)
-    floor = np.broadcast_to(floor, (n,)) * (1.0 - LOWER_BOUND_MARGIN)
+    floor = np.broadcast_to(compulsory_bytes(prob, counts), (n,)) * (1.0 - LOWER_BOUND_MARGIN)
     kept = np.arange(n)
     if n > 2 * SEEDS:
         seeds = np.sort(np.argpartition(floor, SEEDS - 1)[:SEEDS])

@@ -91,6 +91,17 @@ class Prepared(NamedTuple):
     """SRAM tiles per candidate."""
 
 
+def compulsory_bytes(prob: Problem, counts: Figures) -> Any:
+    """DRAM bytes every loop order moves at least with ``counts[d]`` SRAM tiles along each dim:
+    each operand's tiles once (input halos included), the output written once at its epilogue
+    scale."""
+    return sum(
+        total_footprint(prob, name, counts) * prob.operand_bytes[name]
+        * (prob.output_write_scale if name == "output" else 1.0)
+        for name in OPERANDS
+    )
+
+
 def prepare(
     prob: Problem, tpl: Template, chip: Chip, tile: Candidates, rf: Candidates
 ) -> Prepared:
@@ -99,12 +110,7 @@ def prepare(
     classes = tile_classes(prob, tile, NP)
     cycles = all_tiles(nest, classes, rf, NP, cycles_only=True)["cycles"]
     counts = classes.counts
-    ob = prob.operand_bytes
-    compulsory = sum(
-        total_footprint(prob, name, counts) * ob[name]
-        * (prob.output_write_scale if name == "output" else 1.0)
-        for name in OPERANDS
-    )
+    compulsory = compulsory_bytes(prob, counts)
     sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
     tiles = np.broadcast_to(prod(counts.values()), cycles.shape)
     return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles)
