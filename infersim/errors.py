@@ -7,9 +7,10 @@ what is wrong and what is allowed; the CLI prints it and exits with code 2.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+if TYPE_CHECKING:  # pydantic's model machinery is imported on first use (a fast CLI start)
+    from pydantic import BaseModel, ValidationError
 
 
 class InfersimError(ValueError):
@@ -26,6 +27,8 @@ class UnsupportedDtypeError(InfersimError):
 
 def _bounds(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> str:
     """The allowed range of the field at ``loc`` in ``model``, e.g. ``"> 0 and <= 1"``."""
+    from pydantic import BaseModel
+
     field = None
     current: Any = model
     for part in loc:

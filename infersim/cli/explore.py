@@ -11,25 +11,16 @@ import tempfile
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
-from rich.text import Text
 
 from infersim.cli.common import console, err_console, plain, print_json, user_errors, writable
 from infersim.errors import ConfigError, InfersimError
+
+if TYPE_CHECKING:  # rich.progress is imported by the sweep's bar itself (a fast start)
+    from rich.progress import ProgressColumn, TaskID
 
 T = TypeVar("T")
 
@@ -85,13 +76,21 @@ def _is_results(path: Path) -> bool:
     return (path / SHARDS).is_dir()
 
 
-class RateColumn(ProgressColumn):
-    """Points per second of a progress task."""
+def _rate_column() -> ProgressColumn:
+    """A column with the points per second of a progress task (the class is made here, so
+    that rich.progress is imported only by a sweep that shows a bar)."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:
-        """``1,234 pts/s`` (blank until a rate is known)."""
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.0f} pts/s" if speed else "", style="progress.data.speed")
+    class RateColumn(ProgressColumn):
+        """Points per second of a progress task."""
+
+        def render(self, task: Task) -> Text:
+            """``1,234 pts/s`` (blank until a rate is known)."""
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.0f} pts/s" if speed else "", style="progress.data.speed")
+
+    return RateColumn()
 
 
 class SweepBar:
@@ -101,12 +100,21 @@ class SweepBar:
     forks before the bar's refresh thread exists."""
 
     def __init__(self, description: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self.description = description
         self.bar = Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            RateColumn(),
+            _rate_column(),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
