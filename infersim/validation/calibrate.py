@@ -240,6 +240,8 @@ def fit(
     polished = least_squares(engine_residuals, best.x, diff_step=1e-4, **solve)
     x = polished.x if polished.cost <= best.cost * (1 + 1e-9) else best.x
     x = _off_plateaus(engine_residuals, x, len(effs), solve)
+    prior = np.array([math.log(max(knob_value(chip, k), MIN_EFFICIENCY)) for k in effs])
+    x = _back_to_chip(engine_residuals, x, prior, solve)
 
     values = _unpack(x, effs)
     fitted = _determined(kernels, chip, engine, values)
@@ -290,6 +292,26 @@ def _off_plateaus(
         polished = least_squares(residuals, found[1], diff_step=1e-4, **solve)
         x, best_cost = ((polished.x, float(polished.cost)) if polished.cost <= found[0]
                         else (found[1], found[0]))
+    return x
+
+
+def _back_to_chip(
+    residuals: Callable[[np.ndarray], np.ndarray], x: np.ndarray, prior: np.ndarray,
+    solve: dict[str, Any],
+) -> np.ndarray:
+    """``x`` with every efficiency knob the fit does not need back at the chip's value
+    (``prior``, in log): a knob on a plateau of the cost (no row binds on it there) can stop
+    anywhere the optimizer's path left it, and then reads as fitted when a 10% change makes
+    some row bind; at equal cost the chip's own value is the answer."""
+    cost = _robust_cost(residuals(x), solve["f_scale"])
+    for j in range(len(prior)):
+        if x[j] == prior[j]:
+            continue
+        trial = x.copy()
+        trial[j] = prior[j]
+        trial_cost = _robust_cost(residuals(trial), solve["f_scale"])
+        if trial_cost <= cost * (1 + 1e-9) + 1e-18:
+            x, cost = trial, trial_cost
     return x
 
 
