@@ -40,6 +40,11 @@ MIN_EFFICIENCY = 1e-4
 """Smallest achievable fraction of a peak rate accepted (the calibration knobs)."""
 
 
+DataflowName = Literal["ws", "os", "is", "rs", "nlr"]
+"""The dataflows an array can implement (the mapper's templates:
+:mod:`infersim.dataflow.templates`)."""
+
+
 class SystolicArray(Spec):
     """One core's systolic array of ``rows × cols`` processing elements."""
 
@@ -53,6 +58,18 @@ class SystolicArray(Spec):
     sparsity_2_4: bool = Field(
         default=False, description="Skips zero operands of 2:4 structured-sparse weights"
     )
+    double_buffered: bool = Field(
+        default=False,
+        description="PEs hold a second register for the stationary operand (TPU: weights): "
+        "the next fold's load overlaps the current fold's stream and folds pipeline through "
+        "the array, so each SRAM tile exposes one load and one skew and drain",
+    )
+    supported_dataflows: tuple[DataflowName, ...] | None = Field(
+        default=None,
+        min_length=1,
+        description="The dataflows the array's hardware implements: the mapper's 'best' "
+        "searches only these and refuses another (none given: a generic array, any dataflow)",
+    )
 
     @field_validator("macs_per_pe_per_cycle")
     @classmethod
@@ -64,6 +81,19 @@ class SystolicArray(Spec):
                     f"and <= {MAX_MACS_PER_PE_PER_CYCLE:g}"
                 )
         return value
+
+    @field_validator("supported_dataflows")
+    @classmethod
+    def _distinct_dataflows(
+        cls, value: tuple[str, ...] | None
+    ) -> tuple[str, ...] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"{list(value)} names a dataflow twice")
+        return value
+
+    def implements(self, dataflow: str) -> bool:
+        """Whether the array runs ``dataflow`` (a generic array runs every one)."""
+        return self.supported_dataflows is None or dataflow in self.supported_dataflows
 
     @property
     def pes(self) -> int:
@@ -164,6 +194,11 @@ class Energy(Spec):
         default=MAC_ENERGY_PJ["fp32"] / 2, ge=0, le=1e6, description="pJ per vector-unit FLOP"
     )
     static_power_w: float = Field(default=0.0, ge=0, le=1e5, description="Leakage and idle W")
+    idle_pe_share: float = Field(
+        default=0.0, ge=0, le=1,
+        description="Energy a PE a fold leaves idle (a padded partial tile) still spends per "
+        "MAC slot, as a share of a MAC's (its clock and pipeline registers; 0: clock-gated)",
+    )
 
     @field_validator("mac_pj")
     @classmethod
@@ -230,6 +265,30 @@ class PublishedSpec(Spec):
     )
 
 
+class Schedule(Spec):
+    """How the chip runs a network operator after operator (an accelerator's execution model;
+    a chip without one runs each operator standalone, from DRAM to DRAM, as a GPU runs kernels).
+    """
+
+    activation_share: float = Field(
+        ge=0, le=1,
+        description="Share of the on-chip SRAM (every core's and the shared SRAM) that holds "
+        "activations between operators: an operator's output stays there for the next one "
+        "when it fits beside the operator's own resident input (TPU v1: 1, its unified buffer; "
+        "0: every activation round-trips DRAM)",
+    )
+    prefetch_weights: bool = Field(
+        default=False,
+        description="The next operator's first weight tile loads from DRAM while the current "
+        "one computes, in the DRAM's idle time (TPU v1: the weight FIFO)",
+    )
+    fuse_vector: bool = Field(
+        default=False,
+        description="Vector work (activations, norms, pooling, elementwise) runs in a pipeline "
+        "behind the array on its outputs: no kernel of its own, overlapped with the array",
+    )
+
+
 _MAPPING_FIELDS = {"macs_per_pe_per_cycle", "mac_pj", "compute_efficiency_by_dtype", "dense_flops"}
 """Dict-valued fields, whose keys (dtypes) ``Chip.with_`` may add."""
 
@@ -257,8 +316,20 @@ class Chip(Spec):
         default_factory=Calibration, description="Fitted efficiency knobs (ideal by default)"
     )
     spec: PublishedSpec | None = Field(default=None, description="Vendor's published figures")
+    schedule: Schedule | None = Field(
+        default=None,
+        description="How operators follow one another on chip (none: each runs standalone)",
+    )
 
     # --- derived figures -------------------------------------------------------------------
+
+    @property
+    def activation_buffer_bytes(self) -> float:
+        """On-chip bytes the schedule keeps activations in (0 without a schedule)."""
+        if self.schedule is None:
+            return 0.0
+        shared = self.shared_sram.capacity_bytes if self.shared_sram is not None else 0
+        return self.schedule.activation_share * (self.cores * self.sram.capacity_bytes + shared)
 
     def macs_per_cycle(self, dtype: str) -> float:
         """Array MACs per cycle over all cores for ``dtype`` (storage name or compute class).

@@ -14,15 +14,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeGuard
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
 from infersim.errors import InfersimError, format_validation_error
 from infersim.simulator.defaults import engine_help
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)  # messages are never hard-wrapped
@@ -46,8 +48,17 @@ def user_errors() -> Iterator[None]:
         yield
     except InfersimError as exc:
         raise fail(str(exc)) from None
-    except ValidationError as exc:
+    except Exception as exc:
+        if not _is_validation_error(exc):
+            raise
         raise fail(format_validation_error(exc)) from None
+
+
+def _is_validation_error(exc: BaseException) -> TypeGuard[ValidationError]:
+    """Whether ``exc`` is pydantic's ``ValidationError``, without importing pydantic at start:
+    one can only have been raised once ``pydantic_core`` (which defines it) is loaded."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)
 
 
 def finite(data: Any, path: str = "") -> tuple[Any, list[str]]:
@@ -141,7 +152,7 @@ EngineOpt = Annotated[str, typer.Option("--engine", help=engine_help())]
 DataflowOpt = Annotated[
     str,
     typer.Option(
-        "--dataflow", help="GEMM dataflow (analytic and events engines): ws, os, is, rs, best"
+        "--dataflow", help="GEMM dataflow (analytic and events engines): ws, os, is, rs, nlr, best"
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON")]

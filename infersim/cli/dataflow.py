@@ -119,7 +119,7 @@ def map_command(
     conv: Annotated[str | None, typer.Option(help="Convolution H,W,R,S,C,K,STRIDE")] = None,
     batch: Annotated[int, typer.Option(help="Images (convolution batch)")] = 1,
     dtype: Annotated[str, typer.Option(help="Operand dtype")] = "bf16",
-    dataflow: Annotated[str, typer.Option(help="ws, os, is, rs or best")] = "best",
+    dataflow: Annotated[str, typer.Option(help="ws, os, is, rs, nlr or best")] = "best",
     objective: Annotated[str, typer.Option(help="latency, energy or edp")] = "latency",
     top_k: Annotated[
         int,

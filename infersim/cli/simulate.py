@@ -79,7 +79,10 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
         _print_ways_out(cost)
     ops = sorted(cost.ops, key=lambda c: c.total_time_s, reverse=True)[:top]
     table = Table(title=f"top {len(ops)} operators by time")
-    for col in ("op", "kind", "count", "FLOPs", "DRAM", "time (all)", "share", "bound"):
+    onchip = any(c.onchip_bytes for c in cost.ops)  # the chip's schedule kept activations
+    cols = ("op", "kind", "count", "FLOPs", "DRAM", *(("on chip",) if onchip else ()),
+            "time (all)", "share", "bound")  # fmt: skip
+    for col in cols:
         table.add_column(col, justify="right" if col not in ("op", "kind", "bound") else "left")
     for c in ops:
         share = c.total_time_s / cost.latency_s if cost.latency_s else 0.0
@@ -89,11 +92,16 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
             str(c.count),
             si(c.flops, ""),
             fmt_bytes(c.dram_bytes),
+            *((fmt_bytes(c.onchip_bytes),) if onchip else ()),
             fmt_time(c.total_time_s),
             f"{share:.1%}",
             c.bound,
         )
     console.print(table)
+    if onchip:
+        console.print("on chip: activation bytes the chip's schedule kept in its buffer (read "
+                      "from it, or left there for the next operator) instead of DRAM",
+                      markup=False, highlight=False)  # fmt: skip
 
 
 def _print_ways_out(cost: PhaseCost) -> None:

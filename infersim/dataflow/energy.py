@@ -61,9 +61,14 @@ def traffic_pj(traffic: dict[str, dict[str, Any]], chip: Chip) -> Any:
     return total
 
 
-def mac_energy_pj(macs: float, mac_class: str, chip: Chip) -> float:
-    """pJ of ``macs`` multiply-accumulates of ``mac_class`` on ``chip``."""
-    return macs * chip.energy.mac(mac_class)
+def mac_energy_pj(macs: float, mac_class: str, chip: Chip, efficiency: Any = 1.0) -> Any:
+    """pJ of ``macs`` multiply-accumulates of ``mac_class`` on ``chip``, at a mapping
+    efficiency ``efficiency`` (used PE slots over the folds' slots; a number or an array):
+    the PEs a fold leaves idle spend ``energy.idle_pe_share`` of a MAC's energy per slot (0:
+    clock-gated, nothing)."""
+    pj = macs * chip.energy.mac(mac_class)
+    share = chip.energy.idle_pe_share
+    return pj + pj * share * (1.0 / efficiency - 1.0) if share else pj
 
 
 def energy(mapping: Mapping, chip: Chip) -> EnergyBreakdown:
@@ -77,7 +82,8 @@ def energy(mapping: Mapping, chip: Chip) -> EnergyBreakdown:
         name: sum(mapping.traffic[level][name].total_bytes * cost[level] for level in LEVELS)
         for name in OPERANDS
     }
-    mac_pj = mac_energy_pj(mapping.macs, mapping.mac_class, chip)
+    mac_pj = float(mac_energy_pj(mapping.macs, mapping.mac_class, chip,
+                                 mapping.mapping_efficiency))  # fmt: skip
     by_level["mac"] = mac_pj
     return EnergyBreakdown(
         total_pj=sum(by_level.values()), mac_pj=mac_pj, by_level=by_level, by_operand=by_operand

@@ -13,7 +13,8 @@ exactly by the analyzer (vectorized over all candidates at once, see
   PE register file (the Pareto-largest ones).
 
 A candidate qualifies when its double-buffered SRAM tile fits one core's SRAM and its PE working
-set fits the register file. ``dataflow="best"`` searches every template that can map the op and
+set fits the register file. ``dataflow="best"`` searches every template the chip's array
+implements (``array.supported_dataflows``; all of them on a generic array) that can map the op and
 keeps the cheapest. Results are memoized in a bounded LRU cache keyed by (op signature, chip key,
 dataflow, objective, top_k).
 
@@ -180,6 +181,20 @@ def _search_cache(key: tuple[Any, ...], make: Any) -> Any:
     return found
 
 
+GENERIC_DATAFLOWS: tuple[str, ...] = ("ws", "os", "is", "rs")
+"""What ``dataflow="best"`` searches on a generic array (``array.supported_dataflows`` None):
+the four that products build. No-local-reuse is the Eyeriss paper's comparison baseline: mapped
+when asked for by name, searched only on an array that lists it."""
+
+
+def dataflows_of(chip: Chip) -> list[str]:
+    """The templates ``chip``'s array implements, in :data:`TEMPLATES` order (on a generic
+    array, :data:`GENERIC_DATAFLOWS`): what ``dataflow="best"`` searches."""
+    if chip.array.supported_dataflows is None:
+        return [name for name in TEMPLATES if name in GENERIC_DATAFLOWS]
+    return [name for name in TEMPLATES if chip.array.implements(name)]
+
+
 def mapping_cost(mapping: Mapping, chip: Chip, objective: Objective) -> float:
     """The objective of ``mapping``: latency in seconds, energy in pJ, or EDP in pJ·s."""
     if objective == "latency":
@@ -326,15 +341,17 @@ def _search(
 def _ranked(
     prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int
 ) -> list[tuple[int, int, Tiling]]:
-    """The ``top_k`` cheapest tilings for energy or EDP, every candidate and order evaluated
-    at once (each figure broadcasts to shape (orders, candidates))."""
+    """The ``top_k`` cheapest tilings for energy or EDP (or latency, exhaustively: the
+    reference of the bounded search), every candidate and order evaluated at once (each figure
+    broadcasts to shape (orders, candidates))."""
     tile, rf = _candidates(prob, tpl, chip)
     if not tile or len(tile["G"]) == 0:
         return []
     fig = evaluate_orders(prob, tpl, chip, tile, ORDERS, rf)
     seconds = fig["total_cycles"] / chip.freq_hz
-    pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip)
-    cost = pj if objective == "energy" else pj * seconds
+    pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip,
+                                                          fig["mapping_efficiency"])
+    cost = seconds if objective == "latency" else pj if objective == "energy" else pj * seconds
     flat = np.broadcast_to(cost, fig["total_cycles"].shape).reshape(-1)  # order-major
     return _picks(flat, top_k, tile, rf, tpl)
 
@@ -529,10 +546,13 @@ def map_op(  # type: ignore[overload-overlap]
     dataflow: str = ...,
     objective: Objective = ...,
     top_k: Literal[1] = ...,
+    *,
+    exhaustive: bool = ...,
 ) -> Mapping: ...
 @overload
 def map_op(
-    op: OpBase, chip: Chip, dataflow: str, objective: Objective, top_k: int
+    op: OpBase, chip: Chip, dataflow: str, objective: Objective, top_k: int, *,
+    exhaustive: bool = ...,
 ) -> list[Mapping]: ...
 def map_op(
     op: OpBase,
@@ -540,16 +560,22 @@ def map_op(
     dataflow: str = "best",
     objective: Objective = "latency",
     top_k: int = 1,
+    *,
+    exhaustive: bool = False,
 ) -> Mapping | list[Mapping]:
     """The cheapest mapping of one repetition of ``op`` on ``chip`` for ``objective``
     (``latency``: seconds, ``energy``: pJ, ``edp``: pJ·s), with ``dataflow`` one of ``ws``,
-    ``os``, ``is``, ``rs`` or ``best`` (every template that can map the op). With ``top_k`` > 1,
+    ``os``, ``is``, ``rs`` or ``best`` (every template the chip implements that can map the op:
+    :func:`dataflows_of`). With ``exhaustive``, the latency search prices every candidate
+    instead of bounding them (the same answer, slower: the reference the bounded search is
+    tested against and the golden corpus records). With ``top_k`` > 1,
     the ``top_k`` cheapest mappings, cheapest first.
 
     Raises:
         UnsupportedDtypeError: the array cannot compute the op's dtype.
-        InfersimError: an unknown dataflow or objective, ``top_k`` < 1, an op kind without a
-            loop nest, or no tiling fits the SRAM and register file.
+        InfersimError: an unknown dataflow or objective, a dataflow the chip's array does not
+            implement, ``top_k`` < 1, an op kind without a loop nest, or no tiling fits the
+            SRAM and register file.
     """
     if dataflow not in DATAFLOWS:
         raise InfersimError(f"unknown dataflow {dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
@@ -559,18 +585,24 @@ def map_op(
         raise InfersimError(f"top_k = {top_k!r}: must be an integer >= 1")
     prob = problem_of(op)
     chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
-    names = list(TEMPLATES) if dataflow == "best" else [dataflow]
+    names = dataflows_of(chip) if dataflow == "best" else [dataflow]
+    if not chip.array.implements(dataflow) and dataflow != "best":
+        raise InfersimError(
+            f"chip {chip.name!r} implements the {'/'.join(dataflows_of(chip))} dataflow(s), not "
+            f"{dataflow!r}: ask for one of those or 'best', or give a chip YAML whose "
+            f"array.supported_dataflows lists {dataflow!r}"
+        )
     sig = op.signature()
     ranked: list[tuple[float, int, Mapping]] = []
-    if objective == "latency":  # every template in one bounded pass
+    if objective == "latency" and not exhaustive:  # every template in one bounded pass
         key: tuple[Any, ...] = (sig, chip.key, dataflow, objective, top_k)
         found = _CACHE.get(key)
         if found is None:
             found = tuple(m for _, _, m in _search_latency(prob, names, chip, top_k, sig))
             _CACHE.put(key, found)
         ranked = [(m.time_s, 0, m) for m in found]
-    for rank, name in enumerate(names if objective != "latency" else []):
-        key = (sig, chip.key, name, objective, top_k)
+    for rank, name in enumerate(names if objective != "latency" or exhaustive else []):
+        key = (sig, chip.key, name, objective, top_k, "exhaustive" if exhaustive else "")
         found = _CACHE.get(key)
         if found is None:
             found = tuple(m for _, m in _search(prob, TEMPLATES[name], chip, objective, top_k,
@@ -589,6 +621,7 @@ def map_op(
 
 
 __all__ = [
-    "DATAFLOWS", "OBJECTIVES", "ORDERS", "STATS", "TILEABLE", "clear_cache", "geometry_key",
+    "DATAFLOWS", "OBJECTIVES", "ORDERS", "STATS", "TILEABLE", "clear_cache", "dataflows_of",
+    "geometry_key",
     "map_op", "map_traffic", "mapping_cost",
 ]

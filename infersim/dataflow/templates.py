@@ -1,4 +1,5 @@
-"""Dataflows as data: weight-, output-, input- and row-stationary are four :class:`Template` values.
+"""Dataflows as data: weight-, output-, input- and row-stationary and no-local-reuse are five
+:class:`Template` values.
 
 Every operator is analyzed as the seven-deep convolution loop nest (plus independent groups):
 
@@ -14,15 +15,18 @@ PE-internal factor the mapper chooses under the register-file capacity (``rf_spl
 such a dim goes to its array role, or to the fold loop). Every other dim is a fold loop.
 
 Which operand stays in the PE, what is reused across the array and what is accumulated
-spatially all follow from which dims each operand depends on; ``stationary`` documents the
-intent and a test checks the analyzer agrees. Adding a fifth dataflow is adding a value to
-:data:`TEMPLATES`.
+spatially all follow from which dims each operand depends on; ``stationary`` names the operand
+the PE keeps (a test checks the analyzer agrees), and it stays there across the consecutive
+folds that do not change it (see :func:`~infersim.dataflow.loopnest.folds.tile_folds`).
+Adding a dataflow is adding a value to :data:`TEMPLATES`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from infersim.arch_models.chip import DataflowName  # noqa: F401  (the names of TEMPLATES)
 
 DIMS: tuple[str, ...] = ("G", "N", "K", "C", "P", "Q", "R", "S")
 """Loop dims of the unified nest (see the module docstring)."""
@@ -51,9 +55,19 @@ class Template:
 
     ``fold_cycles`` is what one fold costs beyond its streamed cycles T (SCALE-Sim: WS/IS
     2R + C − 2, OS R + C − 2). ``util_cycles`` is the per-fold window SCALE-Sim divides by for
-    its "Compute Util %" (WS/IS 2R + 2C − 3 + T, OS R + C − 2 + T). ``window_reuse`` says the
+    its "Compute Util %" (WS/IS 2R + 2C − 3 + T, OS R + C − 2 + T). ``load_cycles`` is the part
+    of ``fold_cycles`` that loads the stationary operand into the PEs (WS/IS: R cycles, one row
+    per cycle); on an array that double-buffers it (``array.double_buffered``) the next fold's
+    load overlaps the current fold's stream and consecutive folds pipeline through the array,
+    so a tile of F folds costs F × max(T, load) + ``fold_cycles`` (the first load and the last
+    skew and drain, once); None: nothing to hide (OS drains its outputs, RS loads its RF behind
+    the previous fold already). ``window_reuse`` says the
     dataflow exploits the sliding window between output rows and filter rows (row-stationary's
     diagonal ifmap reuse); without it a convolution is fed as its im2col matrix, as SCALE-Sim does.
+    ``stationary`` is the operand the PE keeps (None: none). ``local_reuse`` False: the PE keeps
+    nothing from one MAC to the next (no register file, no stationary register): every MAC's
+    operands are read from the buffer and delivered through the array, and its partial sum
+    leaves the PE (the ``stream`` then only orders the MACs of a fold).
     """
 
     name: str
@@ -61,11 +75,13 @@ class Template:
     rows: tuple[str, ...]
     cols: tuple[str, ...]
     stream: tuple[str, ...]
-    stationary: Operand
+    stationary: Operand | None
     fold_cycles: FoldCycles
     util_cycles: FoldCycles
     rf_split: tuple[str, ...] = ()
     window_reuse: bool = False
+    load_cycles: FoldCycles | None = None
+    local_reuse: bool = True
 
     def __post_init__(self) -> None:
         for role in (self.rows, self.cols, self.stream, self.rf_split):
@@ -87,10 +103,21 @@ class Template:
             )
         if len(set(self.stream)) != len(self.stream):
             raise ValueError(f"template {self.name!r}: repeated stream dim in {self.stream}")
+        if self.local_reuse == (self.stationary is None):
+            raise ValueError(
+                f"template {self.name!r}: stationary={self.stationary!r} with "
+                f"local_reuse={self.local_reuse}: a PE that keeps an operand reuses it locally"
+            )
+        if not self.local_reuse and (self.rf_split or self.window_reuse or self.load_cycles):
+            raise ValueError(
+                f"template {self.name!r}: without local reuse there is no register file to "
+                "split, no window to reuse and nothing to load"
+            )
 
 
 _SYSTOLIC_PRELOAD = FoldCycles(rows=2, cols=1, const=-2)  # preload R, skew R - 1, drain C - 1
 _SYSTOLIC_PRELOAD_UTIL = FoldCycles(rows=2, cols=2, const=-3)
+_SYSTOLIC_LOAD = FoldCycles(rows=1, cols=0, const=0)  # the stationary operand: a row per cycle
 _SYSTOLIC_OUTPUT = FoldCycles(rows=1, cols=1, const=-2)  # output drain overlaps the next fold
 
 TEMPLATES: dict[str, Template] = {
@@ -103,6 +130,7 @@ TEMPLATES: dict[str, Template] = {
         stationary="weight",
         fold_cycles=_SYSTOLIC_PRELOAD,
         util_cycles=_SYSTOLIC_PRELOAD_UTIL,
+        load_cycles=_SYSTOLIC_LOAD,
     ),
     "os": Template(
         name="os",
@@ -123,6 +151,7 @@ TEMPLATES: dict[str, Template] = {
         stationary="input",
         fold_cycles=_SYSTOLIC_PRELOAD,
         util_cycles=_SYSTOLIC_PRELOAD_UTIL,
+        load_cycles=_SYSTOLIC_LOAD,
     ),
     "rs": Template(
         # Eyeriss (Chen et al., ISCA 2016): PE (r, p) convolves filter row r with ifmap row
@@ -143,7 +172,24 @@ TEMPLATES: dict[str, Template] = {
         rf_split=("N", "K", "C"),
         window_reuse=True,
     ),
+    "nlr": Template(
+        # No local reuse (Chen, Emer, Sze, ISCA 2016, Sec. V-C; DianNao-like): the PEs have no
+        # register file. Each cycle the buffer multicasts one input per array row to every
+        # column, unicasts a weight to every PE, and each column reduces its psums spatially
+        # over C·R·S (an adder chain: R − 1 cycles to fill) and writes them back to the buffer.
+        # The comparison baseline of the Eyeriss paper, not a product's dataflow: the mapper's
+        # "best" does not search it on a generic array (mapper.GENERIC_DATAFLOWS).
+        name="nlr",
+        description="no local reuse: nothing stays in the PE; inputs multicast and weights "
+        "unicast from the buffer every MAC, psums reduced across the array",
+        rows=("C", "R", "S"),
+        cols=("K",),
+        stream=("N", "P", "Q"),
+        stationary=None,
+        fold_cycles=FoldCycles(rows=1, cols=0, const=-1),
+        util_cycles=FoldCycles(rows=1, cols=0, const=-1),
+        local_reuse=False,
+    ),
 }
 """The dataflows, by name."""
 
-DataflowName = Literal["ws", "os", "is", "rs"]

@@ -523,6 +523,8 @@ def _simulate(chip: Chip, case: WorkloadCase, p: Point) -> PhaseCost:
     kwargs: dict[str, Any] = {}
     if p.dataflow is not None:
         kwargs["dataflow"] = p.dataflow
+        if not chip.array.implements(p.dataflow):  # a dataflow of the sweep is a design
+            chip = chip.with_(**{"array.supported_dataflows": [p.dataflow]})
     if case.ops is not None:
         return inference.simulate_ops(chip, list(case.ops), name=case.label, engine=p.engine,
                                       **kwargs)

@@ -1,7 +1,10 @@
 """Per-sweep tables a report needs besides the point rows, computed at sweep time.
 
-- ``dataflow``: each base chip × model workload mapped with every dataflow (WS, OS, IS, RS) by
-  :func:`infersim.dataflow.mapper.map_op`: cycles, and energy and traffic by memory level, summed
+- ``dataflow``: each base chip × model workload mapped with every dataflow (WS, OS, IS, RS, and
+  the Eyeriss paper's no-local-reuse baseline NLR) by
+  :func:`infersim.dataflow.mapper.map_op`, on the chip's array as if it implemented each (a
+  chip's ``array.supported_dataflows`` says what its hardware runs; this table asks what another
+  dataflow would buy): cycles, and energy and traffic by memory level, summed
   over the workload's systolic-array operators. Present when the dataflow package is.
 - ``serving``: per-request latencies of the spec's serving runs (one per base chip × model).
 - ``timeline``: the event engine's spans of one step per base chip, when the spec runs it.
@@ -12,16 +15,18 @@ A new table is one function here and one entry in :data:`EXTRAS`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 import pyarrow as pa
 
+from infersim.arch_models.chip import DataflowName
 from infersim.errors import InfersimError
 from infersim.explorer.evaluate import Context
 from infersim.explorer.executors import Executor
 from infersim.workloads import graph
 
-DATAFLOW_NAMES: tuple[str, ...] = ("ws", "os", "is", "rs")
+DATAFLOW_NAMES: tuple[str, ...] = get_args(DataflowName)
+"""The dataflows the ``dataflow`` table maps with (every template)."""
 
 
 def _dataflow_rows(
@@ -34,6 +39,8 @@ def _dataflow_rows(
     entry, index = item
     space = ctx.space
     chip, case = space.bases[entry], space.cases[index]
+    if chip.array.supported_dataflows is not None:  # the array as if built for each dataflow
+        chip = chip.with_(**{"array.supported_dataflows": None})
     assert case.model is not None and case.scenario is not None
     ops = [op for op in graph.build(case.model, case.scenario) if op.kind in ("gemm", "conv2d")]
     rows = []
@@ -152,6 +159,8 @@ def _timeline_rows(
     entry, index = item
     space = ctx.space
     chip, case = space.bases[entry], space.cases[index]
+    if chip.array.supported_dataflows is not None:  # the array as if built for each dataflow
+        chip = chip.with_(**{"array.supported_dataflows": None})
     assert case.model is not None and case.scenario is not None
     technique = ctx.spec.techniques[0]
     dataflow = ctx.spec.dataflows[0] if ctx.spec.dataflows else "best"

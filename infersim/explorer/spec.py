@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -31,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from infersim.arch_models.chip import Chip
+from infersim.arch_models.chip import Chip, DataflowName
 from infersim.arch_models.presets import load_chip
 from infersim.errors import ConfigError, InfersimError
 from infersim.explorer.metrics import parse_constraint, parse_objective
@@ -43,8 +43,9 @@ from infersim.workloads.ops import OpBase
 from infersim.workloads.scenario import Phase, Precision, Scenario
 from infersim.workloads.workload import load_workload
 
-DATAFLOWS: tuple[str, ...] = ("ws", "os", "is", "rs", "best")
-"""Dataflow names a spec may list (weight/output/input/row stationary, or the mapper's best)."""
+DATAFLOWS: tuple[str, ...] = (*get_args(DataflowName), "best")
+"""Dataflow names a spec may list (weight/output/input/row stationary, no local reuse, or the
+mapper's best)."""
 
 _PATH_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -432,7 +433,9 @@ class SweepSpec(_Strict):
     )
     dataflows: list[str] = Field(
         default_factory=list,
-        description="Dataflows for the engines that map onto the array (others ignore them)",
+        description="Dataflows the arrays are built for, one design each, for the engines "
+        "that map onto the array (others ignore them); a chip that lists its dataflows is "
+        "evaluated as if built for each",
     )
     engines: list[str] = Field(
         default_factory=lambda: [DEFAULT_ENGINE],

@@ -18,6 +18,7 @@ from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.simulator import engines
 from infersim.simulator.defaults import DEFAULT_ENGINE
 from infersim.simulator.results import MemoryReport, OpCost, PhaseCost, WayOut
+from infersim.simulator.schedule import schedule_ops
 from infersim.simulator.ways_out import ways_out as find_ways
 from infersim.workloads import graph
 from infersim.workloads.models import ModelConfig
@@ -79,8 +80,18 @@ def cost_ops(
     ops: Sequence[OpBase], chip: Chip, engine: str = DEFAULT_ENGINE, dataflow: str = "best"
 ) -> list[OpCost]:
     """Cost every operator with ``engine`` (by default :data:`~infersim.simulator.defaults.
-    DEFAULT_ENGINE`); identical ones (same signature) are costed once."""
+    DEFAULT_ENGINE`); identical ones (same signature) are costed once. On a chip with a
+    schedule (an accelerator that chains operators on chip), the cycle-model engines cost the
+    list in order under it (:mod:`infersim.simulator.schedule`)."""
     fn = engine_fn(engine)
+    scheduled = engines.load_scheduled(engine) if chip.schedule is not None else None
+    if scheduled is not None:
+        def price(op: OpBase, place: Any) -> OpCost:
+            return scheduled(op, chip, place, dataflow)  # type: ignore[no-any-return]
+
+        costs = schedule_ops(ops, chip, price)
+        return [replace(c, name=op.name, count=op.count) for op, c in zip(ops, costs,
+                                                                          strict=True)]
     memo: dict[tuple[Any, ...], OpCost] = {}
     out = []
     for op in ops:
@@ -293,7 +304,7 @@ def simulate(
     precision does not set the weights.
 
     ``engine`` is ``analytic`` (the default, :data:`~infersim.simulator.defaults.
-    DEFAULT_ENGINE`: GEMMs mapped with ``dataflow``: ws, os, is, rs or best), ``events`` (the
+    DEFAULT_ENGINE`: GEMMs mapped with ``dataflow``: ws, os, is, rs, nlr or best), ``events`` (the
     same mappings run tile by tile on SimPy: contention, waves, stalls; see
     :mod:`infersim.simulator.engines.events`) or ``roofline`` (the baseline bound).
 

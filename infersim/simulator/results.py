@@ -34,6 +34,10 @@ class OpCost:
     link_bytes: float = 0.0
     dataflow: str = ""
     utilization: float = 0.0
+    onchip_bytes: float = 0.0
+    """Activation bytes the chip's schedule kept on chip: read from the buffer instead of DRAM,
+    or left there for the next operator instead of stored (see
+    :mod:`infersim.simulator.schedule`)."""
 
     @property
     def intensity(self) -> float:

@@ -19,8 +19,11 @@ def golden_rows() -> list[dict[str, str]]:
 
 
 def array_chip(rows: int, cols: int, **changes: Any) -> Chip:
-    """Eyeriss-v1 with another array (int16, one core) and any other dotted-path changes."""
-    return load_chip("eyeriss-v1").with_(**{"array.rows": rows, "array.cols": cols, **changes})
+    """Eyeriss-v1 with another array (int16, one core, every dataflow: a generic array) and any
+    other dotted-path changes."""
+    return load_chip("eyeriss-v1").with_(**{
+        "array.rows": rows, "array.cols": cols, "array.supported_dataflows": None, **changes,
+    })
 
 
 SCALESIM_V2_CFG = """[general]

@@ -12,6 +12,7 @@ from infersim.arch_models.chip import Chip
 from infersim.arch_models.presets import load_chip
 from infersim.dataflow import TEMPLATES, clear_cache, energy, map_op, mapping_cost
 from infersim.dataflow.loopnest import problem_of
+from infersim.dataflow.mapper import dataflows_of
 from infersim.errors import InfersimError
 from infersim.workloads.ops import Conv2d, Gemm
 
@@ -29,6 +30,7 @@ def chips(draw: st.DrawFn) -> Chip:
             "array.rows": rows,
             "array.cols": cols,
             "array.macs_per_pe_per_cycle": {"int8": 2 * rate, "int16": rate, "bf16": rate},
+            "array.supported_dataflows": None,  # a generic array: every template
             "sram.capacity_bytes": draw(st.integers(4 * 1024, 4 * 1024 * 1024)),
             "register_file.bytes_per_pe": draw(st.sampled_from([0, 16, 64, 512])),
             "dram.bandwidth_bytes_per_s": draw(st.floats(1e8, 1e12)),
@@ -110,7 +112,7 @@ def test_best_never_worse_than_a_single_template(
 ) -> None:
     clear_cache()
     best = mapping_cost(map_op(op, chip, "best", objective), chip, objective)  # type: ignore[arg-type]
-    for name in TEMPLATES:
+    for name in dataflows_of(chip):
         try:
             single = map_op(op, chip, name, objective)  # type: ignore[arg-type]
         except InfersimError:

@@ -37,12 +37,13 @@ ALEXNET = [  # name, padded H=W, R=S, C, K, stride (Krizhevsky 2012; Eyeriss JSS
 def test_row_stationary_is_the_most_energy_efficient_on_eyeriss(
     layer: tuple[str, int, int, int, int, int],
 ) -> None:
-    """Eyeriss (ISCA 2016, Fig. 10–11): on AlexNet's CONV layers RS spends less energy than WS
-    and OS at every batch size. Nothing here favours RS by hand: each dataflow gets its own
+    """On AlexNet's CONV layers RS spends less energy than WS and OS at every batch size (the
+    ordering issue 14 asks for; the Eyeriss papers' measured results are kept as independent
+    checks and used for nothing here). Nothing here favours RS by hand: each dataflow gets its own
     energy-optimal tiling, and RS wins by reusing filter rows, ifmap windows and psums in the
     PE register file where the others move them through the array and the SRAM."""
     name, size, kernel, channels, filters, stride = layer
-    chip = load_chip("eyeriss-v1")
+    chip = load_chip("eyeriss-v1").with_(**{"array.supported_dataflows": None})  # every dataflow
     for batch in range(1, 17):
         op = Conv2d(
             name=name,

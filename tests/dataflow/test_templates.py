@@ -12,7 +12,7 @@ from infersim.workloads.ops import Conv2d, Gemm
 
 
 def test_the_four_dataflows_are_values() -> None:
-    assert set(TEMPLATES) == {"ws", "os", "is", "rs"}
+    assert set(TEMPLATES) == {"ws", "os", "is", "rs", "nlr"}
     ws = TEMPLATES["ws"]
     assert (ws.rows, ws.cols, ws.stream, ws.stationary) == (
         ("C", "R", "S"),

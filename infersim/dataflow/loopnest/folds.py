@@ -9,6 +9,7 @@ Every rule is written once against a math namespace ``xp`` (see
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from infersim.arch_models.chip import Chip
@@ -49,6 +50,32 @@ def _uses(extent: Any, array_dim: int, xp: MathNamespace) -> list[tuple[Any, Any
     return [(xp.full_like(extent, float(array_dim)), full), (xp.maximum(rem, 1.0), rem > 0.5)]
 
 
+def _block_uses(extent: Any, array_dim: int, xp: MathNamespace) -> list[tuple[Any, Any]]:
+    """(positions used, number) of the folds along a group merged into one block: the
+    positions of its largest fold, once."""
+    return [(xp.minimum(extent, float(array_dim)), xp.full_like(extent, 1.0))]
+
+
+@functools.cache
+def kept_folds(tpl: Template) -> tuple[tuple[str, ...], bool, bool] | None:
+    """The fold loops of one SRAM tile that ``tpl``'s stationary operand can stay in the PE
+    across: (the temporal dims, whether the row folds, whether the column folds) it does not
+    depend on; run innermost, they need it delivered once for all of them (row-stationary: a
+    filter row stays in the register file over the output-row folds and the image chunks).
+    None: none (every fold of WS, OS and IS changes their stationary operand; NLR keeps
+    nothing)."""
+    if tpl.stationary is None:
+        return None
+    free = set(DIMS) - DEPENDS[tpl.stationary]
+    spatial = {*tpl.rows, *tpl.cols}
+    temporal = tuple(
+        d for d in DIMS
+        if d not in spatial and (d in tpl.rf_split or d not in tpl.stream) and d in free
+    )
+    rows, cols = set(tpl.rows) <= free, set(tpl.cols) <= free
+    return (temporal, rows, cols) if temporal or rows or cols else None
+
+
 def tile_folds(
     nest: Nest, ext: Figures, rf: Figures, xp: MathNamespace, cycles_only: bool = False
 ) -> Figures:
@@ -57,7 +84,13 @@ def tile_folds(
     positions ``used`` and SCALE-Sim's utilization terms, and per operand the elements fed to
     the array (``feed_*``), delivered to the PEs (``deliver_*``) and read from the register
     file (``rf_*``). With ``cycles_only``, the cycles alone (the same operations as the full
-    call makes for them)."""
+    call makes for them).
+
+    Every fold feeds each operand's fold footprint and delivers each PE its PE footprint,
+    except the stationary operand where keeping it over the folds of :func:`kept_folds` moves
+    fewer pJ (:func:`_kept_stationary`), and a template without local reuse (every MAC's
+    operands come from the buffer: each fold step feeds its spatial footprint and delivers one
+    element of each operand per MAC; nothing is read from a register file)."""
     prob, tpl, chip, rate = nest
     rows, cols = chip.array.rows, chip.array.cols
     ceil_div = xp.ceil_div
@@ -65,17 +98,25 @@ def tile_folds(
     pe = {d: f.get(d, ext[d]) for d in tpl.stream}
     spatial = (*tpl.rows, *tpl.cols)
     part = {d: ceil_div(ext[d], f[d]) if d in f else ext[d] for d in spatial}
-    temporal = prod(
-        ceil_div(ext[d], f[d]) if d in f else ext[d]
+    loops = {
+        d: ceil_div(ext[d], f[d]) if d in f else ext[d]
         for d in DIMS
         if d not in spatial and (d in f or d not in pe)
-    )
+    }
+    temporal = prod(loops.values())
     rows_ext = prod(part[d] for d in tpl.rows)
     cols_ext = prod(part[d] for d in tpl.cols)
     t_macs = prod(pe.values())
     t_cycles = ceil_div(t_macs, rate)
     folds = temporal * ceil_div(rows_ext, rows) * ceil_div(cols_ext, cols)
-    cycles = folds * (tpl.fold_cycles.overhead_cycles(rows, cols) + t_cycles)
+    overhead = tpl.fold_cycles.overhead_cycles(rows, cols)
+    if chip.array.double_buffered and tpl.load_cycles is not None:
+        # the next fold's stationary operand loads behind this fold's stream and the folds
+        # pipeline: only the tile's first load and last skew and drain are exposed
+        load = float(tpl.load_cycles.overhead_cycles(rows, cols))
+        cycles = folds * xp.maximum(t_cycles, load) + overhead
+    else:
+        cycles = folds * (overhead + t_cycles)
     if cycles_only:
         return {"cycles": cycles}
     used = temporal * rows_ext * cols_ext
@@ -87,33 +128,99 @@ def tile_folds(
         "util_den": folds * rows * cols * (tpl.util_cycles.overhead_cycles(rows, cols) + t_cycles),
     }
     for name, (_, deliver, held) in KEYS.items():
+        if not tpl.local_reuse:  # no register file: every MAC gets each operand delivered
+            out[deliver] = used * t_macs
+            out[held] = xp.zeros_like(used)
+            continue
         pe_fp = footprint(name, pe, prob.stride, tpl.window_reuse)
         out[deliver] = used * pe_fp
         out[held] = xp.where(pe_fp < t_macs - 1e-9, used * t_macs, 0.0)
+    # the fold classes: full or remainder row fold × full or remainder column fold, each
+    # weighted by how many folds of it the tile has
+    uses = (_uses(rows_ext, rows, xp), _uses(cols_ext, cols, xp))
+    out.update(_fed(nest, part, pe, temporal, uses, xp))
+    kept = kept_folds(tpl)
+    if kept is not None and tpl.stationary is not None:
+        keep = (tpl.stationary, kept)
+        out.update(_kept_stationary(nest, keep, out, part, pe, loops, (rows_ext, cols_ext), xp))
+    return out
 
+
+def _fed(
+    nest: Nest, part: Figures, pe: Figures, weight: Any,
+    uses: tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]], xp: MathNamespace,
+    feeds: tuple[tuple[str, str], ...] = _FEED,
+) -> Figures:
+    """Per operand of ``feeds`` ((figure, operand) pairs), the elements fed to the array over
+    one tile's folds: each class of (row uses, column uses) in ``uses``, weighted by ``weight``
+    times its numbers, with ``part`` each spatial dim's array share and ``pe`` the PE extents
+    of a fold."""
+    prob, tpl, _, _ = nest
     # a dim both spatial and streamed spans its array share times its PE factor in one fold
-    both = [d for d in tpl.stream if d in spatial]
+    both = [d for d in tpl.stream if d in {*tpl.rows, *tpl.cols}]
 
     def fed(uses: Figures, part: Figures, pe: Figures) -> Figures:
-        """Elements of each operand one fold of a class feeds the array."""
+        """Elements of each operand one fold of a class feeds the array (without local reuse:
+        one fold step's spatial footprint at every step)."""
         x = {**_split(uses["rows"], tpl.rows, part, xp), **_split(uses["cols"], tpl.cols, part, xp)}
+        if not tpl.local_reuse:
+            steps = prod(pe.values())
+            return {key: footprint(name, x, prob.stride, False) * steps for key, name in feeds}
         fold_ext = {**pe, **x}  # a dim in neither spans 1 (footprint's default)
         for d in both:
             fold_ext[d] = x[d] * pe[d]
         return {
-            key: footprint(name, fold_ext, prob.stride, tpl.window_reuse) for key, name in _FEED
+            key: footprint(name, fold_ext, prob.stride, tpl.window_reuse) for key, name in feeds
         }
 
-    # the fold classes: full or remainder row fold × full or remainder column fold, each
-    # weighted by how many folds of it the tile has
-    col_uses = _uses(cols_ext, cols, xp)
     classes = [
-        ({"rows": ru, "cols": cu}, temporal * nr * nc)
-        for ru, nr in _uses(rows_ext, rows, xp)
-        for cu, nc in col_uses
+        ({"rows": ru, "cols": cu}, weight * nr * nc) for ru, nr in uses[0] for cu, nc in uses[1]
     ]
-    out.update(xp.sum_classes(fed, classes, part, pe))
-    return out
+    return xp.sum_classes(fed, classes, part, pe)
+
+
+def _kept_stationary(
+    nest: Nest, keep: tuple[str, tuple[tuple[str, ...], bool, bool]], plain: Figures,
+    part: Figures, pe: Figures, loops: Figures, exts: tuple[Any, Any], xp: MathNamespace,
+) -> Figures:
+    """The figures of the stationary operand and its :func:`kept_folds` (``keep``) in one
+    tile (``plain``: delivered again every fold) where it moves fewer pJ at the chip's per-byte
+    energies to keep it in the register file over those folds (run innermost: a choice of fold
+    order, which changes no cycle): fed and delivered once per block of those folds, to the PEs
+    of the block's largest fold, then read from the register file at every MAC. ``loops`` are
+    the temporal fold loops and ``exts`` the positions along the array rows and columns."""
+    prob, tpl, chip, _ = nest
+    name, kept = keep
+    feed_key, deliver_key, rf_key = KEYS[name]
+    rows, cols = chip.array.rows, chip.array.cols
+    blocks = prod(v for d, v in loops.items() if d not in kept[0])
+    at = blocks * (xp.minimum(exts[0], float(rows)) if kept[1] else exts[0])
+    at = at * (xp.minimum(exts[1], float(cols)) if kept[2] else exts[1])
+    used, t_macs = plain["used"], prod(pe.values())
+    uses = (
+        (_block_uses if kept[1] else _uses)(exts[0], rows, xp),
+        (_block_uses if kept[2] else _uses)(exts[1], cols, xp),
+    )
+    feed = _fed(nest, part, pe, blocks, uses, xp, ((feed_key, name),))[feed_key]
+    deliver = at * footprint(name, pe, prob.stride, tpl.window_reuse)
+    held = xp.where(at < used - 1e-9, used * t_macs, plain[rf_key])
+    e = chip.energy
+    twice = 2.0 if name == "output" else 1.0  # psums: read and written (figures_of)
+
+    def pj(feed: Any, deliver: Any, held: Any) -> Any:
+        rf_writes = deliver if name != "output" else held
+        return (
+            twice * feed * e.sram_pj_per_byte
+            + deliver * e.array_pj_per_byte
+            + (held + xp.where(held > 0, rf_writes, 0.0)) * e.register_file_pj_per_byte
+        )
+
+    better = pj(feed, deliver, held) < pj(plain[feed_key], plain[deliver_key], plain[rf_key])
+    return {
+        feed_key: xp.where(better, feed, plain[feed_key]),
+        deliver_key: xp.where(better, deliver, plain[deliver_key]),
+        rf_key: xp.where(better, held, plain[rf_key]),
+    }
 
 
 def rf_need(
@@ -123,8 +230,12 @@ def rf_need(
     for SRAM tiles of extents ``tile`` (every stream dim) and RF factors ``rf``."""
     pe = {d: xp.minimum(rf[d], tile[d]) if d in tpl.rf_split else tile[d] for d in tpl.stream}
     need: Any = xp.zeros_like(tile["G"])
+    if not tpl.local_reuse:  # nothing is held
+        return need
     for name in OPERANDS:
         first_reuse = next((i for i, d in enumerate(tpl.stream) if d not in DEPENDS[name]), None)
+        if name == tpl.stationary and kept_folds(tpl) is not None:
+            first_reuse = 0  # kept across folds: all of its PE footprint is held
         if first_reuse is None:
             continue
         inner = {d: pe[d] for d in tpl.stream[first_reuse:]}

@@ -35,3 +35,16 @@ def load(name: str) -> Any:
     if name not in ENGINE_NAMES:
         raise KeyError(name)
     return importlib.import_module(f"infersim.simulator.engines.{name}").cost
+
+
+SCHEDULED: tuple[str, ...] = ("analytic", "events")
+"""The engines that run a chip's schedule (:mod:`infersim.simulator.schedule`); the roofline,
+the baseline, costs every operator standalone."""
+
+
+def load_scheduled(name: str) -> Any:
+    """The ``scheduled_cost(op, chip, place, dataflow)`` function of engine ``name``, or None
+    for an engine that costs every operator standalone."""
+    if name not in SCHEDULED:
+        return None
+    return importlib.import_module(f"infersim.simulator.engines.{name}").scheduled_cost

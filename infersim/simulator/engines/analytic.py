@@ -24,8 +24,10 @@ from typing import Any
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op, map_traffic
+from infersim.dataflow.loopnest import problem_of, tile_operand_bytes
 from infersim.simulator.engines import roofline, store
 from infersim.simulator.results import Bound, OpCost
+from infersim.simulator.schedule import STANDALONE, Placement, tensors
 from infersim.workloads.ops import Conv2d, Gemm, OpBase
 
 _VIEWS: OrderedDict[str, tuple[Chip, Chip]] = OrderedDict()
@@ -139,3 +141,101 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         dataflow=mapping.dataflow,
         utilization=mapping.overall_utilization,
     )
+
+
+def scheduled_cost(op: OpBase, chip: Chip, place: Placement, dataflow: str = "best") -> OpCost:
+    """:func:`cost` of ``op`` under the chip schedule's ``place`` (see
+    :mod:`infersim.simulator.schedule`): the bytes the schedule kept on chip leave the DRAM
+    traffic, and the time is the mapping's time rule again with what moved (a resident input
+    leaves the first load, a resident output the last store, a prefetched weight load the
+    first load too, at most the DRAM's idle time before the op). Other operators are the
+    roofline's with the same bytes taken out, or, fused behind the array, their vector time
+    beyond the array's compute and no kernel overhead."""
+    base = cost(op, chip, dataflow)
+    if place == STANDALONE:
+        return base
+    flow = tensors(op)
+    if flow is None:
+        return base
+    if not isinstance(op, Gemm | Conv2d):
+        return _scheduled_roofline(op, chip, place, base, flow)
+    return _scheduled_mapping(op, chip, place, base, dataflow)
+
+
+def _scheduled_roofline(
+    op: OpBase, chip: Chip, place: Placement, base: OpCost, flow: tuple[float, float]
+) -> OpCost:
+    cal = chip.calibration
+    kept = (flow[0] if place.input_on_chip else 0.0) + (flow[1] if place.output_on_chip else 0.0)
+    kept = min(kept, base.dram_bytes)
+    dram_bytes = base.dram_bytes - kept
+    memory_s = dram_bytes / (chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency)
+    vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
+    array_s = max(base.compute_s - vector_s, 0.0) if op.array_flops else 0.0
+    if place.overlap_s is not None:  # in the pipeline behind the array: no kernel of its own
+        exposed = max(vector_s - place.overlap_s, 0.0)
+        time_s = max(exposed, memory_s)
+        bound: Bound = "vector" if exposed >= memory_s else "memory"
+    else:
+        terms: dict[Bound, float] = {"compute": array_s, "vector": vector_s, "memory": memory_s}
+        bound = max(terms, key=terms.__getitem__)
+        time_s = terms[bound] + cal.kernel_overhead_s
+    return replace(
+        base, dram_bytes=dram_bytes, memory_s=memory_s, time_s=time_s, bound=bound,
+        cycles=time_s * chip.freq_hz, onchip_bytes=kept,
+        energy_pj=base.energy_pj - kept * (chip.energy.dram_pj_per_byte
+                                           - chip.energy.sram_pj_per_byte),
+    )  # fmt: skip
+
+
+def _scheduled_mapping(
+    op: Gemm | Conv2d, chip: Chip, place: Placement, base: OpCost, dataflow: str
+) -> OpCost:
+    cal, freq = chip.calibration, chip.freq_hz
+    shared = chip.shared_sram is not None
+    view, outer_view = level_views(chip) if shared else (chip, chip)
+    mapping = map_op(op, view, dataflow=dataflow, objective="latency")
+    # the DRAM level: the chip's own mapping, or the shared-SRAM level's on a two-level chip
+    dram_map = map_traffic(op, outer_view) if shared else mapping
+    traffic = dram_map.traffic["dram"]
+    kept_in = traffic["input"].reads_bytes if place.input_on_chip else 0.0
+    kept_out = traffic["output"].writes_bytes if place.output_on_chip else 0.0
+    dram_bytes = dram_map.dram_bytes - kept_in - kept_out
+    per_s = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
+    prob = problem_of(op)
+    tile_in = tile_operand_bytes(prob, "input", mapping.sram_tile)
+    tile_w = tile_operand_bytes(prob, "weight", mapping.sram_tile)
+    vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
+    if shared:  # the cores' time against the shared SRAM is as before; DRAM moves less
+        hidden = min(place.prefetch_s, traffic["weight"].reads_bytes / per_s)
+        dram_s = max(dram_bytes / per_s - hidden, 0.0) + chip.dram.latency_s
+        map_s = mapping.time_s
+        memory_s = dram_s
+    else:  # the mapping's time rule with what the schedule kept and hid
+        per_cycle = per_s / freq
+        share_in = tile_in / (tile_in + tile_w) if tile_in + tile_w else 0.0
+        first = mapping.first_load_cycles * (1.0 - share_in if place.input_on_chip else 1.0)
+        weight_first = mapping.first_load_cycles * (1.0 - share_in)
+        hidden_cycles = min(place.prefetch_s * freq, weight_first, first)
+        first -= hidden_cycles
+        last = 0.0 if place.output_on_chip else mapping.last_store_cycles
+        dram_cycles = dram_bytes / per_cycle - hidden_cycles
+        busy = mapping.compute_cycles / cal.compute(prob.mac_class)
+        rest = max(dram_cycles - first - last, 0.0)
+        total = first + max(busy, rest) + last + chip.dram.latency_s * freq
+        map_s, dram_s, memory_s = total / freq, 0.0, dram_cycles / freq
+    feed: Bound = "sram" if shared else "memory"
+    terms: dict[Bound, float] = {
+        "compute" if mapping.bound != "memory" else feed: map_s,
+        "vector": vector_s,
+    }
+    terms["memory"] = max(dram_s, terms.get("memory", 0.0))
+    bound: Bound = max(terms, key=terms.__getitem__)
+    time_s = terms[bound] + cal.kernel_overhead_s
+    kept = kept_in + kept_out
+    return replace(
+        base, dram_bytes=dram_bytes, memory_s=memory_s, time_s=time_s, bound=bound,
+        cycles=time_s * freq, onchip_bytes=kept,
+        energy_pj=base.energy_pj - kept * (chip.energy.dram_pj_per_byte
+                                           - chip.energy.sram_pj_per_byte),
+    )  # fmt: skip

@@ -3,8 +3,9 @@
 Run it against a frozen copy of the mapper it records, never against a working tree being
 changed (it refuses when ``infersim`` is imported from this checkout, unless ``--allow-live``):
 
-    mkdir -p /tmp/mapper-head && git archive c8dc239 | tar -x -C /tmp/mapper-head
-    PYTHONPATH=/tmp/mapper-head .venv/bin/python tests/dataflow/golden/gen_mapper_corpus.py
+    mkdir -p /tmp/mapper-head && git archive HEAD | tar -x -C /tmp/mapper-head
+    PYTHONPATH=/tmp/mapper-head .venv/bin/python tests/dataflow/golden/gen_mapper_corpus.py \
+        --source-commit $(git rev-parse --short HEAD)
 
 The case list is a function of ``--seed`` alone (numpy ``default_rng``): every chip preset
 (all have a systolic array), the two level views the analytic engine maps on for presets
@@ -130,7 +131,16 @@ def random_overrides(rng: np.random.Generator, base: Chip) -> dict[str, Any]:
         out["freq_hz"] = _sig(10 ** rng.uniform(8.3, 9.4))
     if base.shared_sram is not None and rng.random() < 0.2:
         out["shared_sram.capacity_bytes"] = _log_int(rng, 1 << 20, 256 << 20)
+    if rng.random() < 0.5:
+        out["array.double_buffered"] = not base.array.double_buffered
     return out
+
+
+def generic(preset: str) -> dict[str, Any]:
+    """The override that lets ``preset``'s array run every template: the corpus checks the
+    search of each template on each geometry, whatever dataflows the chip's hardware lists."""
+    listed = load_chip(preset).array.supported_dataflows is not None
+    return {"array.supported_dataflows": None} if listed else {}
 
 
 def sibling_overrides(rng: np.random.Generator, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -260,7 +270,7 @@ def random_op(rng: np.random.Generator, chip: Chip) -> Gemm | Conv2d:
 
 
 def grid_size(op: Gemm | Conv2d, chip: Chip, template: str) -> int:
-    """Candidates the c8dc239 mapper prices before its fit test: the product of the tile
+    """Candidates the exhaustive search prices before its fit test: the product of the tile
     ladders of the cut dims times the register-file options (its private helpers)."""
     prob = problem_of(op)
     tpl = TEMPLATES[template]
@@ -322,16 +332,17 @@ def build_plan(seed: int) -> Plan:
     plan = Plan()
     presets = list_chips()
     for preset in presets:
-        chip = load_chip(preset)
-        index = plan.chip(preset, {}, "preset", chip)
+        base = generic(preset)
+        chip = load_chip(preset).with_(**base)
+        index = plan.chip(preset, base, "preset", chip)
         for _ in range(PRESET_OPS):
             plan.add(rng, index, random_op(rng, chip))
         if chip.shared_sram is not None:
             ops = [random_op(rng, chip) for _ in range(VIEW_OPS)]
-            _views(plan, preset, {}, chip, "preset", rng, ops)
+            _views(plan, preset, base, chip, "preset", rng, ops)
     for _ in range(RANDOM_CHIPS):
         preset = presets[int(rng.integers(len(presets)))]
-        overrides = random_overrides(rng, load_chip(preset))
+        overrides = {**generic(preset), **random_overrides(rng, load_chip(preset))}
         chip = load_chip(preset).with_(**overrides)
         index = plan.chip(preset, overrides, "random", chip)
         ops = [random_op(rng, chip) for _ in range(RANDOM_OPS)]
@@ -352,12 +363,13 @@ def build_plan(seed: int) -> Plan:
 
 
 def golden(chip: Chip, op: Gemm | Conv2d, template: str, objective: str) -> dict[str, Any]:
-    """The case record: the exhaustive best cost, its dataflow and tiling (null cost and the
-    error message where no tiling fits), searched from an empty mapper cache."""
+    """The case record: the exhaustive best cost (``map_op(..., exhaustive=True)``: every
+    candidate priced), its dataflow and tiling (null cost and the error message where no tiling
+    fits), searched from an empty mapper cache."""
     clear_cache()
     record: dict[str, Any] = {"template": template, "objective": objective}
     try:
-        mapping = map_op(op, chip, template, objective)  # type: ignore[arg-type]
+        mapping = map_op(op, chip, template, objective, exhaustive=True)  # type: ignore[arg-type]
     except UnsupportedDtypeError:
         raise
     except InfersimError as exc:
@@ -380,7 +392,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--out", type=Path, default=CORPUS)
-    parser.add_argument("--source-commit", default="c8dc239",
+    parser.add_argument("--source-commit", required=True,
                         help="the commit the imported infersim was archived from (recorded)")
     parser.add_argument("--sample", type=int, default=0,
                         help="time every Nth case only and write nothing")

@@ -1,5 +1,8 @@
 """The mapper acceptance corpus: (op, chip, template, objective) cases with the best cost the
-exhaustive search of commit c8dc239 found, and the comparison of a mapper against it.
+exhaustive search (``map_op(..., exhaustive=True)``: every candidate priced) of the commit in
+its header (``source_commit``) found, and the comparison of a mapper against it. Regenerate it
+whenever the cost model changes (a new mechanism, a preset): the test of the bounded search
+is against the exhaustive search of the same model.
 
 ``mapper_corpus.json.gz`` (written by ``gen_mapper_corpus.py`` beside this file) holds
 ``chips``, a list of ``{"preset": name, "overrides": {dotted path: value}, "key": chip key}``

@@ -30,11 +30,12 @@ from typing import Any
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import map_op, map_traffic
 from infersim.dataflow.loopnest import Mapping, problem_of
-from infersim.simulator.engines import analytic, roofline
-from infersim.simulator.engines.events.plan import work_plan
+from infersim.simulator.engines import analytic
+from infersim.simulator.engines.events.plan import Kept, work_plan
 from infersim.simulator.engines.events.processes import Link, Memory, RunResult, run
 from infersim.simulator.engines.events.timeline import EventStats, Span, Timeline
 from infersim.simulator.results import Bound, OpCost
+from infersim.simulator.schedule import STANDALONE, Placement
 from infersim.workloads.ops import Conv2d, Gemm, OpBase
 
 MAX_BLOCKS = 128
@@ -69,14 +70,15 @@ def _hbm(chip: Chip) -> Link:
 
 
 def _run_mapping(op: OpBase, chip: Chip, mapping: Mapping, max_blocks: int,
-                 outer: Mapping | None = None) -> RunResult:
+                 outer: Mapping | None = None, kept: Kept | None = None) -> RunResult:
     """Simulate ``mapping`` (mapped on ``chip``); with ``outer`` (the L2-level mapping) the
-    cores load from the shared SRAM of ``chip`` and HBM fills it."""
+    cores load from the shared SRAM of ``chip`` and HBM fills it. ``kept``: what the chip's
+    schedule keeps off DRAM (on a two-level chip, off the HBM share of the L2's traffic)."""
     prob = problem_of(op)
     efficiency = chip.calibration.compute(prob.mac_class)
     hbm = _hbm(chip)
     if outer is None or chip.shared_sram is None:
-        plan = work_plan(prob, mapping, chip, max_blocks)
+        plan = work_plan(prob, mapping, chip, max_blocks, kept)
         return run(plan, Memory(hbm), chip.sram.capacity_bytes, efficiency)
     cores_view, _ = analytic.level_views(chip)
     plan = work_plan(prob, mapping, cores_view, max_blocks)
@@ -84,8 +86,14 @@ def _run_mapping(op: OpBase, chip: Chip, mapping: Mapping, max_blocks: int,
     dram, l2 = outer.traffic["dram"], mapping.traffic["dram"]
     reads = sum(a.reads_bytes for a in l2.values())
     writes = sum(a.writes_bytes for a in l2.values())
-    read_share = sum(a.reads_bytes for a in dram.values()) / reads if reads else 0.0
-    write_share = sum(a.writes_bytes for a in dram.values()) / writes if writes else 0.0
+    dram_reads = sum(a.reads_bytes for a in dram.values())
+    dram_writes = sum(a.writes_bytes for a in dram.values())
+    if kept is not None:
+        dram_reads -= (dram["input"].reads_bytes if kept.input_on_chip else 0.0)
+        dram_reads -= min(kept.prefetched_bytes, dram["weight"].reads_bytes)
+        dram_writes -= dram["output"].writes_bytes if kept.output_on_chip else 0.0
+    read_share = max(dram_reads, 0.0) / reads if reads else 0.0
+    write_share = max(dram_writes, 0.0) / writes if writes else 0.0
     memory = Memory(port, hbm, read_share, write_share, float(chip.shared_sram.capacity_bytes))
     return run(plan, memory, chip.sram.capacity_bytes, efficiency)
 
@@ -104,20 +112,26 @@ def simulate_mapping(op: OpBase, chip: Chip, mapping: Mapping,
     return res.makespan_cycles, Timeline(chip.freq_hz, res.spans, res.stats)
 
 
-def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int) -> tuple[OpCost, Timeline]:
+def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int,
+              place: Placement = STANDALONE) -> tuple[OpCost, Timeline]:
     if not isinstance(op, Gemm | Conv2d):
-        c = roofline.cost(op, chip)
+        c = analytic.scheduled_cost(op, chip, place, dataflow)  # the roofline's, as placed
         span = Span(f"roofline:{c.bound}", 0.0, c.cycles, f"{op.kind} (roofline, {c.bound})")
         return c, Timeline(chip.freq_hz, (span,), EventStats(makespan_cycles=c.cycles))
-    base = analytic.cost(op, chip, dataflow)
+    base = analytic.scheduled_cost(op, chip, place, dataflow)  # bytes, energy, dataflow
+    kept = None
+    if place != STANDALONE:
+        prefetched = place.prefetch_s * chip.dram.bandwidth_bytes_per_s * \
+            chip.calibration.dram_bandwidth_efficiency
+        kept = Kept(place.input_on_chip, place.output_on_chip, prefetched)
     if chip.shared_sram is None:
         mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
-        res = _run_mapping(op, chip, mapping, max_blocks)
+        res = _run_mapping(op, chip, mapping, max_blocks, kept=kept)
     else:
         cores_view, shared_view = analytic.level_views(chip)
         mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
         outer = map_traffic(op, shared_view)
-        res = _run_mapping(op, chip, mapping, max_blocks, outer)
+        res = _run_mapping(op, chip, mapping, max_blocks, outer, kept)
     cal, freq = chip.calibration, chip.freq_hz
     vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
     terms: dict[Bound, float] = {"compute": res.compute_busy_cycles / freq, "vector": vector_s}
@@ -169,6 +183,23 @@ def simulate_op(op: OpBase, chip: Chip, dataflow: str = "best",
 def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
     """The engine function (op, chip, dataflow) → :class:`OpCost` of :func:`simulate_op`."""
     return simulate_op(op, chip, dataflow)[0]
+
+
+def scheduled_cost(op: OpBase, chip: Chip, place: Placement, dataflow: str = "best") -> OpCost:
+    """:func:`cost` of ``op`` under the chip schedule's ``place`` (see
+    :mod:`infersim.simulator.schedule`): the op simulated with the bytes the schedule keeps
+    off DRAM left out of its transfers (a prefetched weight load from its first tiles);
+    operators the roofline costs are placed as the analytic engine places them. Memoized."""
+    if place == STANDALONE:
+        return cost(op, chip, dataflow)
+    key = (op.signature(), chip.key, dataflow, MAX_BLOCKS, place)
+    found = _MEMO.get(key)
+    if found is None:
+        found = _simulate(op, chip, dataflow, MAX_BLOCKS, place)
+        _MEMO[key] = found
+        while len(_MEMO) > _MEMO_MAX:
+            _MEMO.popitem(last=False)
+    return replace(found[0], name=op.name, count=op.count)
 
 
 def trace_ops(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best",

@@ -68,6 +68,18 @@ _KEYS = ("cycles", "folds", "input", "weight", "out_read", "out_write", "hold")
 
 
 @dataclass(frozen=True)
+class Kept:
+    """What a chip schedule keeps off DRAM for one operator (see
+    :mod:`infersim.simulator.schedule`): its input read from the on-chip buffer, its output
+    left there, and bytes of its first weight tiles already loaded during the previous
+    operator (taken from the first tile of every core group, evenly)."""
+
+    input_on_chip: bool = False
+    output_on_chip: bool = False
+    prefetched_bytes: float = 0.0
+
+
+@dataclass(frozen=True)
 class CoreGroup:
     """``cores`` identical cores (``first_core`` is the lowest id) running the same blocks.
 
@@ -268,9 +280,12 @@ def _rows(key: npt.NDArray[np.int64]) -> npt.NDArray[np.void]:
     return flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
 
 
-def work_plan(prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int) -> WorkPlan:
+def work_plan(
+    prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int, kept: Kept | None = None
+) -> WorkPlan:
     """The core groups of ``mapping`` (mapped on ``chip``: its cores and array), each with at
-    most ``max_blocks`` blocks; bytes per core are scaled to the mapping's DRAM traffic.
+    most ``max_blocks`` blocks; bytes per core are scaled to the mapping's DRAM traffic, less
+    what a chip schedule ``kept`` on chip or prefetched (see :class:`Kept`).
 
     Raises:
         InfersimError: more than :data:`MAX_TILES` tiles.
@@ -306,11 +321,12 @@ def work_plan(prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int) -> W
         seq = {k: np.concatenate([p[k] for p in parts]) for k in _KEYS}
         seqs.append((int(first[g]), int(counts[g]), seq))
     dram = mapping.traffic["dram"]
+    kept = kept or Kept()
     wanted = {
-        "input": dram["input"].reads_bytes,
+        "input": 0.0 if kept.input_on_chip else dram["input"].reads_bytes,
         "weight": dram["weight"].reads_bytes,
         "out_read": dram["output"].reads_bytes,
-        "out_write": dram["output"].writes_bytes,
+        "out_write": 0.0 if kept.output_on_chip else dram["output"].writes_bytes,
     }
     scale = {}
     tiles_total = sum(m * len(s["cycles"]) for _, m, s in seqs)
@@ -321,10 +337,14 @@ def work_plan(prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int) -> W
             for _, _, s in seqs:
                 s[key] = np.full(len(s["cycles"]), total / tiles_total)
             scale[key] = 1.0
+    # the first weight tiles of every core, of which ``kept.prefetched_bytes`` are loaded
+    first_weights = sum(m * float(s["weight"][0]) * scale["weight"] for _, m, s in seqs)
+    left = 1.0 - min(kept.prefetched_bytes / first_weights, 1.0) if first_weights > 0 else 1.0
     groups = []
     for first_core, m, seq in seqs:
-        read = (seq["input"] * scale["input"] + seq["weight"] * scale["weight"]
-                + seq["out_read"] * scale["out_read"])
+        weight = seq["weight"] * scale["weight"]
+        weight[0] *= left
+        read = (seq["input"] * scale["input"] + weight + seq["out_read"] * scale["out_read"])
         merged = {"cycles": seq["cycles"], "folds": seq["folds"], "read": read,
                   "write": seq["out_write"] * scale["out_write"], "hold": seq["hold"]}
         per_block, blk = _blocks(merged, max_blocks)
