@@ -21,25 +21,26 @@ import json, sys
 from infersim import Scenario, load_chip, load_model
 from infersim.dataflow import mapper
 from infersim.simulator.inference import simulate
-r = simulate(load_chip("a100-sxm-80gb"), load_model("llama-3-8b"),
+r = simulate(load_chip(sys.argv[1]), load_model("llama-3-8b"),
              Scenario(phase="prefill", batch=1, prompt_len=512), engine="analytic")
 print(json.dumps({"latency": r.latency_s, "searches": mapper.STATS["searches"]}))
 """
 
 
-def _run(env: dict[str, str]) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+def _run(env: dict[str, str], chip: str = "a100-sxm-80gb") -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", SCRIPT, chip], env=env, capture_output=True,
                          text=True, check=True)  # fmt: skip
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 
-def test_a_second_process_answers_from_the_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("chip", ["a100-sxm-80gb", "tpu-v4"])  # tpu-v4 runs a schedule
+def test_a_second_process_answers_from_the_store(tmp_path: Path, chip: str) -> None:
     env = {**os.environ, "INFERSIM_CACHE": "on", "INFERSIM_CACHE_DIR": str(tmp_path)}
-    first, second = _run(env), _run(env)
+    first, second = _run(env, chip), _run(env, chip)
     assert first["searches"] > 0
     assert second["searches"] == 0  # nothing searched: every mapped op came from disk
     assert second["latency"] == first["latency"]
-    off = _run({**env, "INFERSIM_CACHE": "off"})
+    off = _run({**env, "INFERSIM_CACHE": "off"}, chip)
     assert off["searches"] == first["searches"]
     assert off["latency"] == first["latency"]
 

@@ -19,8 +19,9 @@ cores' fetches at shared-SRAM cost) plus the vector work.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op, map_traffic
@@ -43,6 +44,7 @@ def clear_cache() -> None:
     """Forget every memoized level view and op cost (the mapper's caches are its own)."""
     _VIEWS.clear()
     _COSTS.clear()
+    _RETIMES.clear()
 
 
 def level_views(chip: Chip) -> tuple[Chip, Chip]:
@@ -83,21 +85,34 @@ def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
     """
     if not isinstance(op, Gemm | Conv2d):
         return roofline.cost(op, chip)
-    sig = op.signature()
-    key = (sig, chip.key, dataflow)
-    found = _COSTS.get(key)
+    found = _remembered(_COSTS, OpCost, "", op, chip, dataflow,
+                        lambda: _cost(op, chip, dataflow))  # fmt: skip
+    return replace(found, name=op.name, count=op.count)
+
+
+T = TypeVar("T")
+
+
+def _remembered(
+    memo: OrderedDict[tuple[Any, ...], T], kind: type[T], prefix: str, op: OpBase, chip: Chip,
+    dataflow: str, make: Callable[[], T],
+) -> T:
+    """``make()`` for (``op``, ``chip``, ``dataflow``), memoized in ``memo`` (bounded) and in
+    the persistent store (under ``prefix`` + the cost key)."""
+    key = (op.signature(), chip.key, dataflow)
+    found = memo.get(key)
     if found is None:
         disk = store.store()
-        stored = store.cost_key(sig, chip.key, dataflow) if disk is not None else ""
-        found = disk.get(stored) if disk is not None else None
+        stored = prefix + store.cost_key(*key) if disk is not None else ""
+        found = disk.get(stored, kind) if disk is not None else None
         if found is None:
-            found = _cost(op, chip, dataflow)
+            found = make()
             if disk is not None:
                 disk.put(stored, found)
-        _COSTS[key] = found
-        while len(_COSTS) > _COSTS_MAX:
-            _COSTS.popitem(last=False)
-    return replace(found, name=op.name, count=op.count)
+        memo[key] = found
+        while len(memo) > _COSTS_MAX:
+            memo.popitem(last=False)
+    return found
 
 
 def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
@@ -188,45 +203,87 @@ def _scheduled_roofline(
     )  # fmt: skip
 
 
-def _scheduled_mapping(
-    op: Gemm | Conv2d, chip: Chip, place: Placement, base: OpCost, dataflow: str
-) -> OpCost:
-    cal, freq = chip.calibration, chip.freq_hz
+@dataclass(frozen=True)
+class Retime:
+    """What re-timing a mapped op under a schedule needs from its mappings (kept beside its
+    cost, in memory and in the persistent store, so a warm run searches nothing)."""
+
+    shared: bool
+    """The chip has a shared SRAM: the cores' time is against it, DRAM is the outer level."""
+    map_s: float
+    """The cores' mapping time."""
+    memory_bound: bool
+    """The cores' mapping is bound by what feeds them."""
+    first_load_cycles: float
+    last_store_cycles: float
+    compute_cycles: float
+    input_share: float
+    """The input's share of the first tile's load (the rest is weights)."""
+    dram_bytes: float
+    input_reads: float
+    output_writes: float
+    weight_reads: float
+
+
+_RETIMES: OrderedDict[tuple[Any, ...], Retime] = OrderedDict()
+
+
+def retime_inputs(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
+    """The :class:`Retime` of ``op`` on ``chip`` (memoized; persisted with the costs)."""
+    return _remembered(_RETIMES, Retime, "retime:", op, chip, dataflow,
+                       lambda: _retime_of(op, chip, dataflow))  # fmt: skip
+
+
+def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
     shared = chip.shared_sram is not None
     view, outer_view = level_views(chip) if shared else (chip, chip)
     mapping = map_op(op, view, dataflow=dataflow, objective="latency")
     # the DRAM level: the chip's own mapping, or the shared-SRAM level's on a two-level chip
     dram_map = map_traffic(op, outer_view) if shared else mapping
     traffic = dram_map.traffic["dram"]
-    kept_in = traffic["input"].reads_bytes if place.input_on_chip else 0.0
-    kept_out = traffic["output"].writes_bytes if place.output_on_chip else 0.0
-    dram_bytes = dram_map.dram_bytes - kept_in - kept_out
-    per_s = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
     prob = problem_of(op)
     tile_in = tile_operand_bytes(prob, "input", mapping.sram_tile)
     tile_w = tile_operand_bytes(prob, "weight", mapping.sram_tile)
+    return Retime(
+        shared=shared, map_s=mapping.time_s, memory_bound=mapping.bound == "memory",
+        first_load_cycles=mapping.first_load_cycles, last_store_cycles=mapping.last_store_cycles,
+        compute_cycles=float(mapping.compute_cycles),
+        input_share=tile_in / (tile_in + tile_w) if tile_in + tile_w else 0.0,
+        dram_bytes=dram_map.dram_bytes, input_reads=traffic["input"].reads_bytes,
+        output_writes=traffic["output"].writes_bytes, weight_reads=traffic["weight"].reads_bytes,
+    )  # fmt: skip
+
+
+def _scheduled_mapping(
+    op: Gemm | Conv2d, chip: Chip, place: Placement, base: OpCost, dataflow: str
+) -> OpCost:
+    cal, freq = chip.calibration, chip.freq_hz
+    r = retime_inputs(op, chip, dataflow)
+    kept_in = r.input_reads if place.input_on_chip else 0.0
+    kept_out = r.output_writes if place.output_on_chip else 0.0
+    dram_bytes = r.dram_bytes - kept_in - kept_out
+    per_s = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
     vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
-    if shared:  # the cores' time against the shared SRAM is as before; DRAM moves less
-        hidden = min(place.prefetch_s, traffic["weight"].reads_bytes / per_s)
+    if r.shared:  # the cores' time against the shared SRAM is as before; DRAM moves less
+        hidden = min(place.prefetch_s, r.weight_reads / per_s)
         dram_s = max(dram_bytes / per_s - hidden, 0.0) + chip.dram.latency_s
-        map_s = mapping.time_s
+        map_s = r.map_s
         memory_s = dram_s
     else:  # the mapping's time rule with what the schedule kept and hid
         per_cycle = per_s / freq
-        share_in = tile_in / (tile_in + tile_w) if tile_in + tile_w else 0.0
-        first = mapping.first_load_cycles * (1.0 - share_in if place.input_on_chip else 1.0)
-        weight_first = mapping.first_load_cycles * (1.0 - share_in)
+        first = r.first_load_cycles * (1.0 - r.input_share if place.input_on_chip else 1.0)
+        weight_first = r.first_load_cycles * (1.0 - r.input_share)
         hidden_cycles = min(place.prefetch_s * freq, weight_first, first)
         first -= hidden_cycles
-        last = 0.0 if place.output_on_chip else mapping.last_store_cycles
+        last = 0.0 if place.output_on_chip else r.last_store_cycles
         dram_cycles = dram_bytes / per_cycle - hidden_cycles
-        busy = mapping.compute_cycles / cal.compute(prob.mac_class)
+        busy = r.compute_cycles / cal.compute(problem_of(op).mac_class)
         rest = max(dram_cycles - first - last, 0.0)
         total = first + max(busy, rest) + last + chip.dram.latency_s * freq
         map_s, dram_s, memory_s = total / freq, 0.0, dram_cycles / freq
-    feed: Bound = "sram" if shared else "memory"
+    feed: Bound = "sram" if r.shared else "memory"
     terms: dict[Bound, float] = {
-        "compute" if mapping.bound != "memory" else feed: map_s,
+        "compute" if not r.memory_bound else feed: map_s,
         "vector": vector_s,
     }
     terms["memory"] = max(dram_s, terms.get("memory", 0.0))

@@ -25,9 +25,11 @@ import os
 import sqlite3
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from infersim.simulator.results import OpCost
+
+T = TypeVar("T")
 
 BATCH = 64
 """Costs kept in memory before they are written."""
@@ -107,11 +109,16 @@ class CostStore:
         self._conn, self._pid = conn, os.getpid()
         return conn
 
-    def get(self, key: str) -> OpCost | None:
-        """The stored cost of ``key``, or None."""
+    @overload
+    def get(self, key: str) -> OpCost | None: ...
+    @overload
+    def get(self, key: str, kind: type[T]) -> T | None: ...
+    def get(self, key: str, kind: type[Any] = OpCost) -> Any:
+        """The stored record of ``key`` (an :class:`OpCost`, or a dataclass ``kind`` of plain
+        fields), or None."""
         pending = self._pending.get(key)
         if pending is not None:
-            return OpCost(**json.loads(pending))
+            return kind(**json.loads(pending))
         conn = self._open()
         if conn is None:
             return None
@@ -120,10 +127,11 @@ class CostStore:
         except sqlite3.Error:
             self.broken = True
             return None
-        return None if row is None else OpCost(**json.loads(row[0]))
+        return None if row is None else kind(**json.loads(row[0]))
 
-    def put(self, key: str, cost: OpCost) -> None:
-        """Keep ``cost`` under ``key`` (written with the next batch)."""
+    def put(self, key: str, cost: Any) -> None:
+        """Keep ``cost`` (an :class:`OpCost` or another dataclass of plain fields) under
+        ``key`` (written with the next batch)."""
         if self.broken:
             return
         self._pending[key] = json.dumps(asdict(cost))
