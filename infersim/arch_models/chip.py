@@ -109,6 +109,12 @@ class VectorUnit(Spec):
         default=2.0, ge=MIN_FLOPS_PER_LANE_PER_CYCLE, le=1024,
         description="FLOPs each lane completes per cycle (FMA = 2)",
     )
+    special_ops_per_cycle: float | None = Field(
+        default=None, ge=MIN_FLOPS_PER_LANE_PER_CYCLE, le=1_000_000,
+        description="Transcendental results (exp2, rsqrt, ...) the core's special-function "
+        "units return per cycle, beside the lanes (a GPU SM's MUFU); none: exponentials run "
+        "on the lanes as ordinary vector FLOPs",
+    )
 
 
 class RegisterFile(Spec):
@@ -153,12 +159,26 @@ class HostLink(Spec):
 
 
 class ChipLink(Spec):
-    """The chip-to-chip interconnect (NVLink, ICI): what tensor/pipeline parallelism uses."""
+    """The chip-to-chip interconnect (NVLink, ICI): what tensor/pipeline parallelism uses.
+
+    A collective over it costs, for the best of its algorithms, steps x ``latency_s`` plus the
+    bytes on the busiest link over the achievable bus bandwidth, ``bandwidth_bytes_per_s x
+    bus_bandwidth_efficiency`` (see :func:`infersim.simulator.engines.roofline.collective_s`).
+    """
 
     bandwidth_bytes_per_s: float = Field(
-        ge=1e6, le=1e14, description="Bandwidth per direction per chip in bytes per second"
+        ge=1e6, le=1e14, description="Peak bandwidth per direction per chip in bytes per second"
     )
-    latency_s: float = Field(default=1e-6, ge=0, le=1e-2, description="Latency in seconds")
+    latency_s: float = Field(
+        default=1e-6, ge=0, le=1e-2,
+        description="Latency of one step of a collective algorithm (a hop: send, synchronize, "
+        "receive) in seconds",
+    )
+    bus_bandwidth_efficiency: float = Field(
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="Achievable fraction of bandwidth_bytes_per_s that a collective library "
+        "sustains on large messages (nccl-tests busbw / peak)",
+    )
     topology: Literal["switch", "ring", "torus-2d", "torus-3d"] = Field(
         default="switch", description="How chips are connected"
     )

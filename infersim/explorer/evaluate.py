@@ -184,9 +184,12 @@ def roofline_batch(ops: Sequence[OpBase], chips: Sequence[Chip]) -> RooflineBatc
     for j, op in enumerate(ops):  # fused attention's K/V re-reads depend on the chip's SRAMs
         if isinstance(op, Attention):
             dram[:, j] = [roofline.flash_attention_bytes(op, chip) for chip in chips]
-    link_bytes = np.array([op.link_bytes if isinstance(op, Collective) else 0.0 for op in ops])
-    steps = np.array([op.steps if isinstance(op, Collective) else 0 for op in ops], np.float64)
     is_link = np.array([isinstance(op, Collective) for op in ops], dtype=bool)
+    link = np.zeros((n, m))
+    for j, op in enumerate(ops):  # the best collective algorithm depends on the chip's link
+        if isinstance(op, Collective):
+            link[:, j] = [roofline.collective_s(op, chip) if chip.chip_link else math.nan
+                          for chip in chips]
     host_bytes = np.array([op.transfer_bytes if isinstance(op, HostTransfer) else 0.0
                            for op in ops])
     is_host = np.array([isinstance(op, HostTransfer) for op in ops], dtype=bool)
@@ -204,7 +207,7 @@ def roofline_batch(ops: Sequence[OpBase], chips: Sequence[Chip]) -> RooflineBatc
 
     rates = _ChipRates(chips, classes, bool(is_link.any()), bool(is_host.any()))
     peak, mac_e, error = rates.peak, rates.mac_e, rates.error
-    vec, bw, link_bw, link_lat = rates.vec, rates.bw, rates.link_bw, rates.link_lat
+    vec, bw = rates.vec, rates.bw
     overhead, freq, vpj, dpj = rates.overhead, rates.freq, rates.vpj, rates.dpj
     has_array = cls_of >= 0
     col = np.where(has_array, cls_of, 0)
@@ -212,8 +215,10 @@ def roofline_batch(ops: Sequence[OpBase], chips: Sequence[Chip]) -> RooflineBatc
         compute = np.where(has_array, array_flops / peak[:, col], 0.0)
         mac_pj = np.where(has_array, array_flops / 2 * mac_e[:, col], 0.0)
         vector = vector_flops / vec[:, None]
+        for j, op in enumerate(ops):  # attention's exponentials may run on the SFUs
+            if isinstance(op, Attention):
+                vector[:, j] = [roofline.attention_vector_s(op, chip) for chip in chips]
         memory = dram / bw[:, None]
-        link = np.where(is_link, link_bytes / link_bw[:, None] + steps * link_lat[:, None], 0.0)
         host = np.where(is_host, host_bytes / rates.host_bw[:, None] + rates.host_lat[:, None],
                         0.0)
     terms = np.stack([compute, vector, memory, link, host], axis=-1)
@@ -244,7 +249,7 @@ class _ChipRates:
         self.error: list[str | None] = [None] * n
         self.peak = np.ones((n, max(len(classes), 1)))
         self.mac_e = np.zeros_like(self.peak)
-        self.vec, self.bw, self.link_bw, self.link_lat = (np.zeros(n) for _ in range(4))
+        self.vec, self.bw = np.zeros(n), np.zeros(n)
         self.overhead, self.freq, self.vpj, self.dpj = (np.zeros(n) for _ in range(4))
         self.host_bw, self.host_lat = np.zeros(n), np.zeros(n)
         for i, chip in enumerate(chips):
@@ -258,12 +263,8 @@ class _ChipRates:
                 self.mac_e[i, c] = chip.energy.mac(cls)
             self.vec[i] = chip.vector_flops * cal.vector_efficiency
             self.bw[i] = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
-            if chip.chip_link is not None:
-                self.link_bw[i] = chip.chip_link.bandwidth_bytes_per_s * cal.link_efficiency
-                self.link_lat[i] = chip.chip_link.latency_s
-            elif needs_link:
+            if chip.chip_link is None and needs_link:
                 self.error[i] = f"chip {chip.name!r} has no chip_link; a collective needs one"
-                self.link_bw[i] = math.nan
             if chip.host_link is not None:
                 self.host_bw[i] = chip.host_link.bandwidth_bytes_per_s
                 self.host_lat[i] = chip.host_link.latency_s

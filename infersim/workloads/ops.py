@@ -359,9 +359,48 @@ class Attention(OpBase):
             return self.kv_len
         return min(self.kv_len, self.window + self.q_len - 1)
 
+    def block_keys(self, rows: int) -> tuple[int, int]:
+        """Keys the queries attend when they are cut into blocks of ``rows`` consecutive ones
+        (a FlashAttention query block), per sequence and head: (Σ over blocks of the keys the
+        block attends, from its first query's earliest to its last query's latest key; Σ over
+        blocks of rows × those keys, the (query, key) pairs the block scores, masked ones
+        included). One block of all the queries attends :attr:`keys_read` keys.
+
+        Raises:
+            ValueError: ``rows`` < 1.
+        """
+        if rows < 1:
+            raise ValueError(f"rows(={rows}) must be >= 1")
+        full, last = divmod(self.q_len, rows)
+        if not self.causal:
+            def span(n: int) -> int:
+                return self.kv_len if self.window is None else min(
+                    self.kv_len, self.window + n - 1)
+            keys_full, keys_last = full * span(rows), span(last) if last else 0
+            return keys_full + keys_last, rows * keys_full + last * keys_last
+        cap = self.kv_len if self.window is None else min(self.kv_len, self.window + rows - 1)
+        base = self.kv_len - self.q_len
+        if base + rows >= 1:  # every block ends on or after the first key
+            # block j = 1..full ends at key base + j·rows and attends min(base + j·rows, cap)
+            below = min(full, max(0, (cap - base) // rows))
+            keys_full = below * base + rows * below * (below + 1) // 2 + (full - below) * cap
+        else:  # more queries than keys (not a cached prefix): count block by block
+            keys_full = sum(min(max(1, base + j * rows), cap) for j in range(1, full + 1))
+        keys_last = 0
+        if last:
+            keys_last = self.kv_len if self.window is None else min(
+                self.kv_len, self.window + last - 1)
+        return keys_full + keys_last, rows * keys_full + last * keys_last
+
     @property
     def array_flops(self) -> float:
         return 2.0 * self.batch * self.heads * self.pairs * (self.head_dim + self.dv)
+
+    @property
+    def exponentials(self) -> float:
+        """Exponentials the softmax evaluates, one per score (one of its
+        ``SOFTMAX_FLOPS_PER_ELEMENT`` vector FLOPs)."""
+        return float(self.batch * self.heads * self.pairs)
 
     @property
     def vector_flops(self) -> float:
@@ -375,6 +414,11 @@ class Attention(OpBase):
     @property
     def compute_dtype(self) -> str:
         return self.dtype
+
+    @property
+    def kv_token_bytes(self) -> float:
+        """Bytes of one cached token's keys and values for one KV head."""
+        return (self.head_dim + (0 if self.shared_kv else self.dv)) * dtypes.nbytes(self.kv_dtype)
 
     @property
     def kv_bytes(self) -> float:
@@ -456,12 +500,20 @@ class Softmax(OpBase):
 
 
 _LINK_FACTOR = {
-    # Bytes each chip sends per payload byte with a bandwidth-optimal ring algorithm.
-    "all-reduce": lambda p: 2 * (p - 1) / p,
-    "all-gather": lambda p: (p - 1) / p,
-    "reduce-scatter": lambda p: (p - 1) / p,
-    "all-to-all": lambda p: (p - 1) / p,
-    "send-recv": lambda p: 1.0,
+    # The algorithms a collective library (NCCL) picks among, per collective: for p chips,
+    # (latency-bound steps, bytes each chip sends over its busiest link per payload byte).
+    "all-reduce": {
+        # reduce-scatter then all-gather around the ring: bandwidth-optimal, 2(p-1) steps
+        "ring": (lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p),
+        # double binary tree (Sanders et al. 2009; NCCL 2.4): reduce up and broadcast down
+        # two trees of depth ceil(log2 p), each carrying half the payload; a chip is inner
+        # (two children) in one tree and a leaf in the other, so it sends 2x the payload
+        "tree": (lambda p: 2 * (p - 1).bit_length(), lambda p: 2.0 if p > 2 else 1.0),
+    },
+    "all-gather": {"ring": (lambda p: p - 1, lambda p: (p - 1) / p)},
+    "reduce-scatter": {"ring": (lambda p: p - 1, lambda p: (p - 1) / p)},
+    "all-to-all": {"pairwise": (lambda p: p - 1, lambda p: (p - 1) / p)},
+    "send-recv": {"direct": (lambda p: 1, lambda p: 1.0)},
 }
 
 
@@ -474,15 +526,19 @@ class Collective(OpBase):
     participants: int = Field(default=2, ge=2, le=1 << 20, description="Chips taking part")
 
     @property
-    def link_bytes(self) -> float:
-        """Bytes each chip sends over its link (ring algorithms)."""
-        return self.payload_bytes * _LINK_FACTOR[self.collective](self.participants)
+    def algorithms(self) -> dict[str, tuple[int, float]]:
+        """Each algorithm a collective library picks among (``ring``, ``tree``, ...), as
+        (latency-bound steps, bytes each chip sends over its busiest link)."""
+        p = self.participants
+        return {
+            name: (steps(p), self.payload_bytes * per_byte(p))
+            for name, (steps, per_byte) in _LINK_FACTOR[self.collective].items()
+        }
 
     @property
-    def steps(self) -> int:
-        """Latency-bound steps of the algorithm."""
-        p = self.participants
-        return {"all-reduce": 2 * (p - 1), "send-recv": 1}.get(self.collective, p - 1)
+    def link_bytes(self) -> float:
+        """Bytes each chip sends over its link with the bandwidth-optimal algorithm."""
+        return min(sent for _, sent in self.algorithms.values())
 
     @property
     def compulsory_bytes(self) -> float:
