@@ -57,7 +57,8 @@ class Template:
     2R + C − 2, OS R + C − 2). ``util_cycles`` is the per-fold window SCALE-Sim divides by for
     its "Compute Util %" (WS/IS 2R + 2C − 3 + T, OS R + C − 2 + T). ``load_cycles`` is the part
     of ``fold_cycles`` that loads the stationary operand into the PEs (WS/IS: R cycles, one row
-    per cycle); on an array that double-buffers it (``array.double_buffered``) the next fold's
+    per cycle; R / r where a PE of r > 1 MACs per cycle stands for r arrays side by side); on an
+    array that double-buffers it (``array.double_buffered``) the next fold's
     load overlaps the current fold's stream and consecutive folds pipeline through the array,
     so a tile of F folds costs F × max(T, load) + ``fold_cycles`` (the first load and the last
     skew and drain, once); None: nothing to hide (OS drains its outputs, RS loads its RF behind

@@ -165,3 +165,15 @@ def test_idle_pes_of_a_padded_fold_spend_their_share_of_a_mac(share: float) -> N
     macs = 512 * 2048 * (C // 2 + 1)
     idle_slots = 512 * 2048 * (C - (C // 2 + 1))  # the columns each fold leaves idle
     assert energy(mapping, chip).mac_pj == pytest.approx((macs + share * idle_slots) * per_mac)
+
+
+def test_a_pe_of_several_macs_loads_its_stationary_rows_as_several_arrays() -> None:
+    # tpu-v4: four 128 x 128 MXUs per core modeled as one array of 4 MACs per PE per cycle; each
+    # MXU loads its own weights, so a double-buffered fold hides a load of 128 / 4 = 32 cycles.
+    # A GEMV of k = 1024 over n = 128: 8 row folds of T = ceil(1 / 4) = 1 streamed cycle each.
+    chip = load_chip("tpu-v4")
+    assert chip.array.double_buffered and chip.array.macs_per_pe_per_cycle["bf16"] == 4
+    op = Gemm(m=1, k=1024, n=128)
+    got = analyze(op, chip, TEMPLATES["ws"], Tiling())
+    assert got.folds == 8
+    assert got.compute_cycles == 8 * max(1, 128 // 4) + (2 * 128 + 128 - 2) - 1

@@ -112,8 +112,10 @@ def tile_folds(
     overhead = tpl.fold_cycles.overhead_cycles(rows, cols)
     if chip.array.double_buffered and tpl.load_cycles is not None:
         # the next fold's stationary operand loads behind this fold's stream and the folds
-        # pipeline: only the tile's first load and last skew and drain are exposed
-        load = float(tpl.load_cycles.overhead_cycles(rows, cols))
+        # pipeline: only the tile's first load and last skew and drain are exposed. A PE of
+        # r > 1 MACs per cycle stands for r arrays side by side (tpu-v4: four MXUs as one),
+        # each loading its own rows: the load takes 1/r of the cycles.
+        load = float(tpl.load_cycles.overhead_cycles(rows, cols)) / max(rate, 1.0)
         cycles = folds * xp.maximum(t_cycles, load) + overhead
     else:
         cycles = folds * (overhead + t_cycles)
