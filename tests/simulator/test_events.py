@@ -272,9 +272,9 @@ def test_whole_model_simulates_each_distinct_op_once(monkeypatch) -> None:
     calls: list[str] = []
     real = events._simulate
 
-    def counting(op, chip, dataflow, max_blocks):
+    def counting(op, chip, dataflow, max_blocks, *place):
         calls.append(op.name)
-        return real(op, chip, dataflow, max_blocks)
+        return real(op, chip, dataflow, max_blocks, *place)
 
     monkeypatch.setattr(events, "_simulate", counting)
     chip, model = load_chip("h100-sxm"), load_model("llama-3-70b")

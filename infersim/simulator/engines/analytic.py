@@ -132,15 +132,7 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         energy_pj = (energy(mapping, cores_view).total_pj
                      + dram_bytes * chip.energy.dram_pj_per_byte)
     vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
-    # The mapping is bound by compute or by what feeds the cores: DRAM, or the shared SRAM.
-    feed: Bound = "memory" if chip.shared_sram is None else "sram"
-    terms: dict[Bound, float] = {
-        "compute" if mapping.bound != "memory" else feed: map_s,
-        "vector": vector_s,
-    }
-    terms["memory"] = max(dram_s, terms.get("memory", 0.0))
-    bound: Bound = max(terms, key=terms.__getitem__)
-    time_s = terms[bound] + cal.kernel_overhead_s
+    bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", dram_s, vector_s)
     return OpCost(
         name=op.name,
         kind=op.kind,
@@ -156,6 +148,19 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         dataflow=mapping.dataflow,
         utilization=mapping.overall_utilization,
     )
+
+
+def _bound_and_time(
+    chip: Chip, map_s: float, fed_bound: bool, dram_s: float, vector_s: float
+) -> tuple[Bound, float]:
+    """(bound, seconds) of a mapped op: its mapping (``map_s``, bound by compute or, when
+    ``fed_bound``, by what feeds the cores: DRAM, or the shared SRAM), the DRAM level of a
+    two-level chip (``dram_s``) and its vector work, plus the per-kernel overhead."""
+    feed: Bound = "memory" if chip.shared_sram is None else "sram"
+    terms: dict[Bound, float] = {feed if fed_bound else "compute": map_s, "vector": vector_s}
+    terms["memory"] = max(dram_s, terms.get("memory", 0.0))
+    bound: Bound = max(terms, key=terms.__getitem__)
+    return bound, terms[bound] + chip.calibration.kernel_overhead_s
 
 
 def scheduled_cost(op: OpBase, chip: Chip, place: Placement, dataflow: str = "best") -> OpCost:
@@ -281,14 +286,7 @@ def _scheduled_mapping(
         rest = max(dram_cycles - first - last, 0.0)
         total = first + max(busy, rest) + last + chip.dram.latency_s * freq
         map_s, dram_s, memory_s = total / freq, 0.0, dram_cycles / freq
-    feed: Bound = "sram" if r.shared else "memory"
-    terms: dict[Bound, float] = {
-        "compute" if not r.memory_bound else feed: map_s,
-        "vector": vector_s,
-    }
-    terms["memory"] = max(dram_s, terms.get("memory", 0.0))
-    bound: Bound = max(terms, key=terms.__getitem__)
-    time_s = terms[bound] + cal.kernel_overhead_s
+    bound, time_s = _bound_and_time(chip, map_s, r.memory_bound, dram_s, vector_s)
     kept = kept_in + kept_out
     return replace(
         base, dram_bytes=dram_bytes, memory_s=memory_s, time_s=time_s, bound=bound,

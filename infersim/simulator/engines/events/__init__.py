@@ -167,17 +167,23 @@ def simulate_op(op: OpBase, chip: Chip, dataflow: str = "best",
         InfersimError: no mapping fits the chip, or a transfer without its link.
         ValueError: ``max_blocks`` below 3.
     """
-    key = (op.signature(), chip.key, dataflow, max_blocks)
+    c, timeline = _memoized(op, chip, dataflow, max_blocks, STANDALONE)
+    return replace(c, name=op.name, count=op.count), timeline
+
+
+def _memoized(op: OpBase, chip: Chip, dataflow: str, max_blocks: int,
+              place: Placement) -> tuple[OpCost, Timeline]:
+    """:func:`_simulate` memoized in the bounded LRU."""
+    key = (op.signature(), chip.key, dataflow, max_blocks, place)
     found = _MEMO.get(key)
     if found is None:
-        found = _simulate(op, chip, dataflow, max_blocks)
+        found = _simulate(op, chip, dataflow, max_blocks, place)
         _MEMO[key] = found
         while len(_MEMO) > _MEMO_MAX:
             _MEMO.popitem(last=False)
     else:
         _MEMO.move_to_end(key)
-    c, timeline = found
-    return replace(c, name=op.name, count=op.count), timeline
+    return found
 
 
 def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
@@ -190,16 +196,8 @@ def scheduled_cost(op: OpBase, chip: Chip, place: Placement, dataflow: str = "be
     :mod:`infersim.simulator.schedule`): the op simulated with the bytes the schedule keeps
     off DRAM left out of its transfers (a prefetched weight load from its first tiles);
     operators the roofline costs are placed as the analytic engine places them. Memoized."""
-    if place == STANDALONE:
-        return cost(op, chip, dataflow)
-    key = (op.signature(), chip.key, dataflow, MAX_BLOCKS, place)
-    found = _MEMO.get(key)
-    if found is None:
-        found = _simulate(op, chip, dataflow, MAX_BLOCKS, place)
-        _MEMO[key] = found
-        while len(_MEMO) > _MEMO_MAX:
-            _MEMO.popitem(last=False)
-    return replace(found[0], name=op.name, count=op.count)
+    found, _ = _memoized(op, chip, dataflow, MAX_BLOCKS, place)
+    return replace(found, name=op.name, count=op.count)
 
 
 def trace_ops(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best",
