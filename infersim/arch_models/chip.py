@@ -283,6 +283,21 @@ class PublishedSpec(Spec):
     dram_bandwidth_bytes_per_s: float | None = Field(
         default=None, gt=0, description="Published DRAM bandwidth in bytes per second"
     )
+    die_area_mm2: float | None = Field(
+        default=None, gt=0, le=1e5, description="Published die area in mm² (all dies)"
+    )
+    tdp_w: float | None = Field(
+        default=None, gt=0, le=1e5, description="Published thermal design power in watts"
+    )
+    price_usd: float | None = Field(
+        default=None, gt=0, le=1e9, description="Price in US dollars, where one is known"
+    )
+    estimated: tuple[str, ...] = Field(
+        default=(), description="Which of these figures are estimates, not published"
+    )
+    sources: dict[str, str] = Field(
+        default_factory=dict, description="Where each figure comes from, by field name"
+    )
 
 
 class Schedule(Spec):
