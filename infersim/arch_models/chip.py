@@ -40,7 +40,7 @@ MIN_EFFICIENCY = 1e-4
 """Smallest achievable fraction of a peak rate accepted (the calibration knobs)."""
 
 
-DataflowName = Literal["ws", "os", "is", "rs", "nlr"]
+DataflowName = Literal["ws", "os", "is", "rs", "nlr", "tc"]
 """The dataflows an array can implement (the mapper's templates:
 :mod:`infersim.dataflow.templates`)."""
 
@@ -130,6 +130,18 @@ class SRAM(Spec):
     bandwidth_bytes_per_cycle: float = Field(
         ge=1e-3, le=1 << 24, description="Read+write bandwidth in bytes per core clock cycle"
     )
+    fill_bytes_per_cycle: float | None = Field(
+        default=None, ge=1e-3, le=1 << 24,
+        description="A per-core SRAM: most bytes per cycle one core moves to and from the "
+        "levels beyond it (an SM's port to the L2), so a few busy cores cannot draw the "
+        "whole L2 or DRAM bandwidth; none: only those levels' bandwidth limits it",
+    )
+    multicast_cores: int = Field(
+        default=1, ge=1, le=64,
+        description="A shared SRAM: cores that one read of a tile serves at once (a Hopper "
+        "thread-block cluster's TMA multicast: the CTAs of a cluster load the tile they share "
+        "once); 1: each core loads its own copy",
+    )
 
 
 class DRAM(Spec):
@@ -156,6 +168,27 @@ class HostLink(Spec):
     host_capacity_bytes: int = Field(
         default=512 * 1024**3, ge=0, le=1 << 50, description="Host memory available for offload"
     )
+
+
+class KernelLaunch(Spec):
+    """What a kernel costs on the device beyond its work: the gap between back-to-back
+    kernels (launch processing, grid ramp-up and tail), launched one by one on a stream or
+    replayed from a CUDA graph (the ``cuda-graphs`` technique)."""
+
+    stream_s: float = Field(
+        ge=0, le=1e-2, description="Seconds per kernel launched on a stream, beyond its work"
+    )
+    graph_s: float = Field(
+        ge=0, le=1e-2, description="Seconds per kernel replayed from a CUDA graph, beyond its work"
+    )
+    graphs: bool = Field(
+        default=False, description="Kernels replay from a CUDA graph (the cuda-graphs technique)"
+    )
+
+    @property
+    def overhead_s(self) -> float:
+        """Seconds each kernel adds in the current launch mode."""
+        return self.graph_s if self.graphs else self.stream_s
 
 
 class ChipLink(Spec):
@@ -246,6 +279,10 @@ class Calibration(Spec):
     )
     compute_efficiency_by_dtype: dict[MacClass, float] = Field(
         default_factory=dict, description="Per-class override of compute_efficiency"
+    )
+    shared_sram_bandwidth_efficiency: float = Field(
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="Achievable fraction of the shared SRAM's (L2's) bandwidth",
     )
     vector_efficiency: float = Field(
         default=1.0, ge=MIN_EFFICIENCY, le=1,
@@ -355,6 +392,11 @@ class Chip(Spec):
         default=None,
         description="How operators follow one another on chip (none: each runs standalone)",
     )
+    launch: KernelLaunch | None = Field(
+        default=None,
+        description="Per-kernel launch overhead of a chip that runs operators as kernels "
+        "(a GPU; none: no fixed cost beyond calibration.kernel_overhead_s)",
+    )
 
     # --- derived figures -------------------------------------------------------------------
 
@@ -365,6 +407,13 @@ class Chip(Spec):
             return 0.0
         shared = self.shared_sram.capacity_bytes if self.shared_sram is not None else 0
         return self.schedule.activation_share * (self.cores * self.sram.capacity_bytes + shared)
+
+    @property
+    def kernel_overhead_s(self) -> float:
+        """Fixed seconds every kernel adds: the launch overhead of the chip's launch mode plus
+        the calibrated ``calibration.kernel_overhead_s``."""
+        launch = self.launch.overhead_s if self.launch is not None else 0.0
+        return launch + self.calibration.kernel_overhead_s
 
     def macs_per_cycle(self, dtype: str) -> float:
         """Array MACs per cycle over all cores for ``dtype`` (storage name or compute class).

@@ -62,7 +62,13 @@ from infersim.dataflow.loopnest.figures import (
     prepare,
     total_cycles_at,
 )
-from infersim.dataflow.templates import OPERANDS, TEMPLATES, Template
+from infersim.dataflow.templates import (
+    ACCUMULATOR_BYTES,
+    ACCUMULATOR_SHARE,
+    OPERANDS,
+    TEMPLATES,
+    Template,
+)
 from infersim.errors import InfersimError
 from infersim.workloads.ops import OpBase
 
@@ -260,6 +266,32 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     return _grid(prob, tpl, chip, {d: _aligns(tpl, d, chip) for d in _CUT}, rf_opts)
 
 
+def _axis(prob: Problem, tpl: Template | None, dim: str, aligns: tuple[int, ...]) -> list[int]:
+    """The SRAM-tile extents tried for ``dim``: the template's own (capped at the dim,
+    descending) or the ladder."""
+    listed = dict(tpl.extents).get(dim) if tpl is not None else None
+    if listed is None:
+        return _ladder(prob.dims[dim], aligns)
+    return sorted({min(v, prob.dims[dim]) for v in listed}, reverse=True)
+
+
+def sram_need(prob: Problem, tpl: Template | None, tile: dict[str, Any]) -> Any:
+    """Bytes of one core's SRAM a tiling needs: every operand's tile, double-buffered, or with
+    an ``output_in_registers`` template the input and weight tiles alone."""
+    names = ("input", "weight") if tpl is not None and tpl.output_in_registers else OPERANDS
+    return 2.0 * sum(tile_bytes(prob, name, tile, NP) for name in names)
+
+
+def register_fit(prob: Problem, tpl: Template | None, tile: dict[str, Any], chip: Chip) -> Any:
+    """Whether an ``output_in_registers`` template's accumulators fit the register file (True
+    for other templates)."""
+    if tpl is None or not tpl.output_in_registers:
+        return True
+    out = tile["G"] * tile["N"] * tile["K"] * tile["P"] * tile["Q"]
+    budget = ACCUMULATOR_SHARE * chip.register_file.bytes_per_pe * chip.array.pes
+    return out * ACCUMULATOR_BYTES <= budget
+
+
 def _grid(
     prob: Problem,
     tpl: Template | None,
@@ -269,7 +301,7 @@ def _grid(
 ) -> tuple[dict[str, Arr], dict[str, Arr]]:
     """The candidates of the ladders with ``aligns`` (per cut dim) and the RF choices
     ``rf_opts`` whose SRAM tile (and, with a template that splits the RF, PE working set) fits."""
-    axes = [np.array(_ladder(prob.dims[d], aligns[d]), dtype=np.float64) for d in _CUT]
+    axes = [np.array(_axis(prob, tpl, d, aligns[d]), dtype=np.float64) for d in _CUT]
     split = tpl.rf_split if tpl is not None else ()
     options = np.array([[o[d] for d in split] for o in rf_opts], dtype=np.float64)
     shape = (*(len(a) for a in axes), len(rf_opts))  # the grid in itertools.product order
@@ -284,8 +316,9 @@ def _grid(
     for d in DIMS:
         tile.setdefault(d, float(prob.dims[d]))
     rf = {d: along(len(_CUT), options[:, i]) for i, d in enumerate(split)}
-    need = 2.0 * sum(tile_bytes(prob, name, tile, NP) for name in OPERANDS)
-    ok = np.broadcast_to(need <= chip.sram.capacity_bytes, shape)
+    need = sram_need(prob, tpl, tile)
+    ok = np.broadcast_to((need <= chip.sram.capacity_bytes) & register_fit(prob, tpl, tile, chip),
+                         shape)  # fmt: skip
     if tpl is not None and tpl.rf_split:
         ok = ok & (rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9)
     at = np.unravel_index(np.flatnonzero(ok), shape)

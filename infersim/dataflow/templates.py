@@ -69,6 +69,13 @@ class Template:
     nothing from one MAC to the next (no register file, no stationary register): every MAC's
     operands are read from the buffer and delivered through the array, and its partial sum
     leaves the PE (the ``stream`` then only orders the MACs of a fold).
+    ``extents`` lists, per dim, the SRAM-tile extents the mapper tries (each capped at the dim)
+    instead of its ladder of halvings and array-side multiples: the tile shapes real kernels
+    are compiled for (a GPU's CTA tiles). ``output_in_registers``: the output tile's
+    accumulators stay in the core's register file across the whole reduction (a CTA's MMA
+    accumulators), so the SRAM holds only the double-buffered input and weight tiles, and the
+    output tile must fit :data:`ACCUMULATOR_SHARE` of the core's register file at
+    :data:`ACCUMULATOR_BYTES` per element.
     """
 
     name: str
@@ -83,6 +90,8 @@ class Template:
     window_reuse: bool = False
     load_cycles: FoldCycles | None = None
     local_reuse: bool = True
+    extents: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    output_in_registers: bool = False
 
     def __post_init__(self) -> None:
         for role in (self.rows, self.cols, self.stream, self.rf_split):
@@ -109,12 +118,32 @@ class Template:
                 f"template {self.name!r}: stationary={self.stationary!r} with "
                 f"local_reuse={self.local_reuse}: a PE that keeps an operand reuses it locally"
             )
+        bad = [d for d, _ in self.extents if d not in DIMS]
+        if bad or any(not values or min(values) < 1 for _, values in self.extents):
+            raise ValueError(
+                f"template {self.name!r}: extents {self.extents} must name dims of {DIMS} "
+                "with positive extents"
+            )
+        if self.output_in_registers and self.stationary != "output":
+            raise ValueError(
+                f"template {self.name!r}: accumulators in registers need the output stationary"
+            )
         if not self.local_reuse and (self.rf_split or self.window_reuse or self.load_cycles):
             raise ValueError(
                 f"template {self.name!r}: without local reuse there is no register file to "
                 "split, no window to reuse and nothing to load"
             )
 
+
+ACCUMULATOR_BYTES = 4
+"""Bytes of one accumulator of an ``output_in_registers`` template (fp32, or int32 for int8)."""
+
+ACCUMULATOR_SHARE = 0.5
+"""Share of a core's register file that holds accumulators; the rest holds operand fragments,
+addresses and loop state. CUTLASS's largest Hopper CTA tile, 128 x 256 with fp32 accumulators
+(128 KiB), is half of an SM's 256 KiB register file (CUTLASS 3.x, sm90 collective builders)."""
+
+_PIPELINED = FoldCycles(rows=0, cols=0, const=0)
 
 _SYSTOLIC_PRELOAD = FoldCycles(rows=2, cols=1, const=-2)  # preload R, skew R - 1, drain C - 1
 _SYSTOLIC_PRELOAD_UTIL = FoldCycles(rows=2, cols=2, const=-3)
@@ -190,6 +219,33 @@ TEMPLATES: dict[str, Template] = {
         fold_cycles=FoldCycles(rows=1, cols=0, const=-1),
         util_cycles=FoldCycles(rows=1, cols=0, const=-1),
         local_reuse=False,
+    ),
+    "tc": Template(
+        # A GPU SM's tensor cores (NVIDIA Volta and later): each CTA keeps a BM x BN output
+        # tile's accumulators in registers while the reduction streams BK-deep slices of A and
+        # B through shared memory (CUTLASS / Triton GEMMs; a multi-stage cp.async or TMA
+        # pipeline). The MMA instructions issue back to back: a fold (an array-sized block of
+        # the output tile, one MMA per BK slice) has no fill or drain of its own, and only the
+        # pipeline's prologue and epilogue are exposed (the first load and the last store of
+        # the loop nest's time rule). The CTA tiles are the shapes such kernels are built for.
+        name="tc",
+        description="tensor cores: a CTA's output tile accumulates in registers while "
+        "BK-deep slices of A and B stream through shared memory into pipelined MMAs",
+        rows=("N", "P", "Q"),
+        cols=("K",),
+        stream=("C", "R", "S"),
+        stationary="output",
+        fold_cycles=_PIPELINED,
+        util_cycles=_PIPELINED,
+        extents=(
+            ("G", (1,)),  # a CTA computes one product of a batched GEMM
+            # BM: one to four warpgroups' MMA rows; the smaller ones are an implicit GEMM's
+            # output rows of a convolution (BM = P' x Q) and MMA tiles of few tokens
+            ("P", (1, 2, 4, 8, 16, 32, 64, 128, 256)),
+            ("K", (32, 64, 128, 256)),  # BN
+            ("C", (32, 64, 128, 256)),  # BK
+        ),
+        output_in_registers=True,
     ),
 }
 """The dataflows, by name."""

@@ -122,6 +122,15 @@ def _resolve(plan: Plan, chip: Chip) -> tuple[Plan, list[str]]:
     return plan, notes
 
 
+def launched(chip: Chip, plan: Plan) -> Chip:
+    """``chip`` in the plan's kernel-launch mode: with the ``cuda-graphs`` technique its
+    kernels replay from a graph (``launch.graph_s``); a chip without a launch overhead is
+    unchanged."""
+    if plan.cuda_graphs and chip.launch is not None and not chip.launch.graphs:
+        return chip.with_(**{"launch.graphs": True})
+    return chip
+
+
 def _needs_link(chip: Chip, plan: Plan) -> None:
     if (plan.graph.tp > 1 or plan.pp > 1) and chip.chip_link is None:
         raise InfersimError(f"chip {chip.name!r} has no chip_link; tp/pp need one")
@@ -211,6 +220,7 @@ def _step(
     """One step on one chip of a (tp × pp) group: its op costs in time order, its memory, and
     the number of chips in the group."""
     _needs_link(chip, plan)
+    chip = launched(chip, plan)
     stages = plan.pp
     stage_model = plan.model
     if stages > 1:
@@ -393,6 +403,7 @@ def iteration_time(
     :func:`infersim.workloads.graph.mixed_step` for the arguments); ``model`` overrides the
     plan's model (a speculative drafter). Weights streamed from the host (offload) are paid
     every iteration."""
+    chip = launched(chip, plan)
     options = plan.graph.model_copy(update={"decode_tokens": decode_tokens})
     with within_bounds(model or plan.model):
         ops = graph.mixed_step(model or plan.model, prefill_chunks, decode_batch,

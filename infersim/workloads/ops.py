@@ -198,15 +198,24 @@ class Gemm(OpBase):
         return self.b_is_weight and self.b_dtype != self.a_dtype
 
     @property
+    def dequant_flops_per_weight(self) -> float:
+        """Vector FLOPs that dequantize one weight of B each time it is loaded (0 when B is
+        stored at the compute dtype)."""
+        if not self.dequantizes:
+            return 0.0
+        per_weight = self.dequant_ops_per_weight
+        return DEQUANT_FLOPS_PER_ELEMENT if per_weight is None else per_weight
+
+    @property
+    def dequant_flops(self) -> float:
+        """Vector FLOPs that dequantize B once (a kernel that loads a weight tile again for
+        another block of rows dequantizes it again: the cycle-model engines count the loads)."""
+        return self.dequant_flops_per_weight * self.batch * self.k * self.n
+
+    @property
     def vector_flops(self) -> float:
-        dequant = 0.0
-        if self.dequantizes:
-            per_weight = self.dequant_ops_per_weight
-            if per_weight is None:
-                per_weight = DEQUANT_FLOPS_PER_ELEMENT
-            dequant = per_weight * self.batch * self.k * self.n
         epilogue = self.epilogue.flops_per_output * self.outputs if self.epilogue else 0.0
-        return dequant + epilogue
+        return self.dequant_flops + epilogue
 
     @property
     def compute_dtype(self) -> str:

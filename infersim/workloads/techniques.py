@@ -71,6 +71,7 @@ class Plan:
     offload_fraction: float = 0.0
     speculative: Speculative | None = None
     allow_emulation: bool = False
+    cuda_graphs: bool = False
 
     def with_graph(self, **changes: object) -> Plan:
         """A copy with graph options changed."""
@@ -232,9 +233,19 @@ class Emulate(_Technique):
         return replace(plan, allow_emulation=True)
 
 
+class CudaGraphs(_Technique):
+    """``cuda-graphs``: kernels replay from a captured CUDA graph, at the chip's graph launch
+    overhead (``launch.graph_s``) instead of its stream launch overhead."""
+
+    kind: Literal["cuda-graphs"] = "cuda-graphs"
+
+    def apply(self, plan: Plan) -> Plan:
+        return replace(plan, cuda_graphs=True)
+
+
 Technique = Annotated[
     Formats | KVCache | AttentionKernel | Fusion | Sparse | TensorParallel | PipelineParallel
-    | Offload | Prune | Speculate | Emulate,
+    | Offload | Prune | Speculate | Emulate | CudaGraphs,
     Field(discriminator="kind"),
 ]
 
@@ -265,6 +276,7 @@ _SIMPLE: dict[str, _Technique] = {
     "fuse": Fusion(),
     "2:4": Sparse(structure="2:4"),
     "emulate": Emulate(),
+    "cuda-graphs": CudaGraphs(),
 }
 
 TOKENS: tuple[str, ...] = (

@@ -37,7 +37,9 @@ def test_presets_list_what_their_hardware_runs() -> None:
     assert load_chip("tpu-v4").array.supported_dataflows == ("ws",)
     assert load_chip("eyeriss-v1").array.supported_dataflows == ("rs",)
     assert load_chip("tpu-v1").array.double_buffered
-    assert dataflows_of(load_chip("h100-sxm")) == list(GENERIC_DATAFLOWS)  # generic (no GPU model)
+    assert dataflows_of(load_chip("h100-sxm")) == ["tc"]  # tensor cores fed by CTA tiles
+    assert dataflows_of(load_chip("h100-sxm").with_(**{"array.supported_dataflows": None})) == (
+        list(GENERIC_DATAFLOWS))  # a generic array
 
 
 def test_a_dataflow_listed_twice_or_none_is_refused() -> None:

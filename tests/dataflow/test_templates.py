@@ -12,7 +12,7 @@ from infersim.workloads.ops import Conv2d, Gemm
 
 
 def test_the_four_dataflows_are_values() -> None:
-    assert set(TEMPLATES) == {"ws", "os", "is", "rs", "nlr"}
+    assert set(TEMPLATES) == {"ws", "os", "is", "rs", "nlr", "tc"}
     ws = TEMPLATES["ws"]
     assert (ws.rows, ws.cols, ws.stream, ws.stationary) == (
         ("C", "R", "S"),
@@ -23,6 +23,9 @@ def test_the_four_dataflows_are_values() -> None:
     assert TEMPLATES["os"].stationary == "output"
     assert TEMPLATES["is"].stationary == "input"
     assert TEMPLATES["rs"].window_reuse
+    tc = TEMPLATES["tc"]
+    assert tc.output_in_registers and tc.stationary == "output"
+    assert tc.fold_cycles.overhead_cycles(32, 64) == 0  # pipelined MMAs: no fill or drain
     with pytest.raises(dataclasses.FrozenInstanceError):
         ws.name = "x"  # type: ignore[misc]
 
@@ -35,6 +38,9 @@ def test_the_four_dataflows_are_values() -> None:
         ({"rf_split": ("K",)}, "must be stream dims"),
         ({"stream": ()}, "non-empty"),
         ({"stream": ("P", "P")}, "repeated"),
+        ({"extents": (("X", (64,)),)}, "extents"),
+        ({"extents": (("P", ()),)}, "extents"),
+        ({"output_in_registers": True}, "accumulators in registers"),
     ],
 )
 def test_template_rejects_bad_values(changes: dict[str, object], message: str) -> None:

@@ -101,7 +101,7 @@ def test_block_keys_by_hand():
 
 
 def test_causal_prefill_loads_half_the_kv_and_takes_half_the_time():
-    h100 = load_chip("h100-sxm")
+    h100 = load_chip("h100-sxm").with_(launch=None)  # the kernel's own time
     causal, full = _self(8192), _self(8192, causal=False)
     assert flash_block_rows(full, h100) == H100_BR
     # non-causal: 64 heads x ceil(8192 / 228) = 36 blocks, each loads all 8192 keys of
@@ -118,7 +118,7 @@ def test_causal_prefill_loads_half_the_kv_and_takes_half_the_time():
 
 
 def test_a_sliding_window_loads_only_the_window():
-    h100 = load_chip("h100-sxm")
+    h100 = load_chip("h100-sxm").with_(launch=None)  # the kernel's own time
     full = flash_attention_traffic(_self(32768), h100).kv_load_bytes
     windowed = flash_attention_traffic(_self(32768, window=4096), h100).kv_load_bytes
     # a causal block reads about half the 32k keys on average, a windowed one at most the
@@ -168,7 +168,7 @@ def test_the_old_rule_had_the_cliff(fields):
 def test_ctas_running_together_share_kv_through_l2_even_when_the_sets_overflow_it():
     # a 256-token chunk over a 32k context: every CTA runs at once on the 132 SMs, but the
     # 8 KV heads' K/V (16 MiB each) are 128 MiB, more than the L2
-    h100 = load_chip("h100-sxm")
+    h100 = load_chip("h100-sxm").with_(launch=None)  # the kernel's own time
     op = Attention(q_len=256, kv_len=32768, **LLAMA_70B)
     assert h100.shared_sram is not None and op.kv_bytes > h100.shared_sram.capacity_bytes
     assert op.heads * math.ceil(op.q_len / flash_block_rows(op, h100)) <= h100.cores
@@ -204,7 +204,7 @@ def test_fewer_kv_heads_never_increase_kv_dram_bytes(chip_name, q_len, kv_len):
 
 
 def test_fp8_attention_is_bound_by_the_special_function_units():
-    h100 = load_chip("h100-sxm")
+    h100 = load_chip("h100-sxm").with_(launch=None)  # the kernel's own time
     op = _self(8192, dtype="fp8", kv_dtype="fp8")
     c = roofline.cost(op, h100)
     assert c.bound == "vector"
@@ -219,7 +219,7 @@ def test_fp8_attention_is_bound_by_the_special_function_units():
 
 
 def test_bf16_attention_stays_on_the_tensor_cores_with_the_sfu_at_half_their_time():
-    h100 = load_chip("h100-sxm")
+    h100 = load_chip("h100-sxm").with_(launch=None)  # the kernel's own time
     op = _self(8192)
     c = roofline.cost(op, h100)
     assert c.bound == "compute"
@@ -236,7 +236,7 @@ def test_chips_without_special_function_units_count_exponentials_as_vector_flops
 
 
 def test_the_sfu_time_scales_with_its_rate():
-    h100 = load_chip("h100-sxm")
+    h100 = load_chip("h100-sxm").with_(launch=None)  # the kernel's own time
     op = _self(8192, dtype="fp8", kv_dtype="fp8")
     double = h100.with_(**{"vector.special_ops_per_cycle": 32})
     assert attention_vector_s(op, double) == pytest.approx(attention_vector_s(op, h100) / 2)

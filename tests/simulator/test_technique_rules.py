@@ -11,7 +11,9 @@ from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.workloads import Attention, Precision, Scenario, load_model
 from infersim.workloads.graph import GraphOptions, decode_step, kv_cache_bytes, prefill
 
-H100 = load_chip("h100-sxm")
+H100 = load_chip("h100-sxm").with_(launch=None)
+"""The rules are about the kernels' work: the fixed launch overhead (tested on its own below)
+would dilute every ratio by the same constant."""
 L70 = load_model("llama-2-70b")
 
 
@@ -222,3 +224,16 @@ def test_decode_graph_verifies_k_plus_one_tokens():
     attn = next(op for op in ops if isinstance(op, Attention))
     assert (attn.q_len, attn.kv_len) == (5, 15)
     assert next(op for op in ops if op.name == "lm_head").m == 10
+
+
+def test_cuda_graphs_lower_the_launch_overhead_of_every_kernel():
+    h100 = load_chip("h100-sxm")
+    stream = decode(chip=h100, techniques="fp16")
+    graphs = decode(chip=h100, techniques="fp16+cuda-graphs")
+    none = decode(chip=H100, techniques="fp16")
+    kernels = sum(c.count for c in stream.ops if c.time_s > 0)
+    assert h100.launch is not None
+    assert stream.latency_s - none.latency_s == pytest.approx(kernels * h100.launch.stream_s,
+                                                              rel=1e-6)
+    assert stream.latency_s - graphs.latency_s == pytest.approx(
+        kernels * (h100.launch.stream_s - h100.launch.graph_s), rel=1e-6)

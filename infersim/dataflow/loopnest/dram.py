@@ -96,7 +96,8 @@ def _loop_orders(orders: Orders, iterates: tuple[bool, ...]) -> _LoopOrders:
 
 
 def dram_traffic(
-    prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace
+    prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace,
+    multicast: int = 1,
 ) -> tuple[Figures, Figures, Any]:
     """DRAM reads and writes per operand (bytes) and the DRAM loop iterations dealt to the
     cores, with ``counts[d]`` SRAM tiles along each dim, for each of ``orders`` (outer to inner;
@@ -104,7 +105,10 @@ def dram_traffic(
     candidates); the iterations (1.0 on one core) broadcast to it.
 
     The outer loops are dealt to the cores until every core has work: a loop is dealt when the
-    loops above it iterate fewer times than there are cores.
+    loops above it iterate fewer times than there are cores. With ``multicast`` > 1, clusters
+    of that many cores load a tile they share once (TMA multicast): the copies of one input
+    or weight tile fetched for the cores are divided by it (never below one), for the operand
+    of the two where that saves more bytes (a cluster is laid along one dim of the grid).
     """
     maxima = xp.max_each([counts[d] for d in _dims_of(orders)])
     st = _loop_orders(orders, tuple(m > 1.5 for m in maxima))
@@ -123,6 +127,7 @@ def dram_traffic(
         cores_used = xp.minimum(iterations, float(cores))
     reads: Figures = {}
     writes: Figures = {}
+    saved: Figures = {}
     for name, loops in zip(OPERANDS, st.refetch_loops, strict=True):
         refetch = one
         copies: Any = 1.0
@@ -138,12 +143,19 @@ def dram_traffic(
             if cores > 1:  # else the cores dealt d's iterations each fetch the same tile
                 copy = xp.where(dealt[d], counts[d], 1.0)
                 copies = copies * (copy if reused is False else xp.where(reused, 1.0, copy))
-        if cores > 1:
-            refetch = refetch * xp.minimum(copies, cores_used)
         total = total_footprint(prob, name, counts) * prob.operand_bytes[name]
+        if cores > 1:
+            copied = xp.minimum(copies, cores_used)
+            if multicast > 1 and name != "output":
+                saved[name] = total * refetch * (copied - xp.maximum(copied / multicast, 1.0))
+            refetch = refetch * copied
         if name == "output":
             spill = total * (refetch - 1.0)
             reads[name], writes[name] = spill, spill + total * prob.output_write_scale
         else:
             reads[name], writes[name] = total * refetch, xp.zeros_like(refetch)
+    if saved:
+        first = saved["input"] >= saved["weight"]
+        reads["input"] = reads["input"] - xp.where(first, saved["input"], 0.0)
+        reads["weight"] = reads["weight"] - xp.where(first, 0.0, saved["weight"])
     return reads, writes, iterations

@@ -41,6 +41,23 @@ LEVELS: tuple[str, ...] = ("dram", "sram", "array", "register_file")
 """Storage levels, outer to inner."""
 
 
+def multicast_of(chip: Chip) -> int:
+    """Cores one read of the level feeding the cores serves at once (the shared SRAM's
+    ``multicast_cores``; 1 without a shared SRAM)."""
+    return chip.shared_sram.multicast_cores if chip.shared_sram is not None else 1
+
+
+def feed_bytes_per_cycle(chip: Chip, cores_used: Any, xp: MathNamespace) -> Any:
+    """Bytes per cycle the level feeding the cores delivers to ``cores_used`` busy cores:
+    its achievable bandwidth, at most ``cores_used`` x each core's ``sram.fill_bytes_per_cycle``
+    (the cores' ports)."""
+    per_cycle = (
+        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
+    )
+    port = chip.sram.fill_bytes_per_cycle
+    return per_cycle if port is None else xp.minimum(per_cycle, cores_used * port)
+
+
 def evaluate(
     prob: Problem, tpl: Template, chip: Chip, tile: Candidates, order: Order, rf: Candidates
 ) -> Figures:
@@ -137,10 +154,8 @@ def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared)
     _, _, chip, rate = nest
     rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
-    per_cycle = (
-        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
-    )
     used = np.minimum(prep.tiles, float(cores)) if cores > 1 else 1.0
+    per_cycle = feed_bytes_per_cycle(chip, used, NP)  # the dealt cores are never more
     first = used * (prep.sram["input"] + prep.sram["weight"]) / per_cycle
     last = used * prep.sram["output"] / per_cycle
     compute = np.maximum(np.ceil(prep.cycles / used - 1e-9) - 1, float(bound_cycles))
@@ -157,7 +172,8 @@ def total_cycles_at(
     for element, as the full call makes for them (a loop no chosen candidate iterates is left
     out, which changes no product)."""
     counts = {d: v[idx] for d, v in prep.counts.items()}
-    reads, writes, iterations = dram_traffic(prob, counts, orders, chip.cores, NP)
+    reads, writes, iterations = dram_traffic(prob, counts, orders, chip.cores, NP,
+                                             multicast_of(chip))  # fmt: skip
     dram_bytes = sum(reads[name] + writes[name] for name in OPERANDS)
     sram = {name: v[idx] for name, v in prep.sram.items()}
     time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], iterations, sram, dram_bytes, NP)
@@ -183,7 +199,8 @@ def figures_of(
     rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     classes = tile_classes(prob, tile, xp)
     sums = all_tiles(nest, classes, rf, xp)
-    dram_rd, dram_wr, iterations = dram_traffic(prob, classes.counts, orders, cores, xp)
+    dram_rd, dram_wr, iterations = dram_traffic(prob, classes.counts, orders, cores, xp,
+                                                multicast_of(chip))  # fmt: skip
     ob = prob.operand_bytes
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
     traffic: dict[str, dict[str, tuple[Any, Any]]] = {level: {} for level in LEVELS}
@@ -217,7 +234,8 @@ def figures_of(
         "mapping_efficiency": sums["used"] / (sums["folds"] * rows * cols),
         "compute_utilization": sums["util_num"] / sums["util_den"],
         "overall_utilization": prob.macs / (time["total_cycles"] * rows * cols * cores * rate),
-        "sram_bytes": 2.0 * sum(sram.values()),
+        "sram_bytes": 2.0 * sum(v for name, v in sram.items()
+                                if name != "output" or not tpl.output_in_registers),
         "rf_bytes": rf_need(prob, tpl, tile, rf, xp),
         "dram_bytes": dram_bytes,
         **time,
@@ -233,18 +251,17 @@ def _time(
     prob, _, chip, rate = nest
     rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
-    per_cycle = (
-        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
-    )
     load = sram["input"] + sram["weight"]
     if cores > 1:
         waves = xp.ceil_div(iterations, cores)
         cores_used = xp.minimum(iterations, float(cores))
+        per_cycle = feed_bytes_per_cycle(chip, cores_used, xp)
         dealt_cycles = cycles / iterations * waves
         first = cores_used * load / per_cycle
         last = cores_used * sram["output"] / per_cycle
     else:  # iterations, waves and cores used are 1.0: x / 1.0 * 1.0 and 1.0 * x are x exactly
         waves = cores_used = 1.0
+        per_cycle = feed_bytes_per_cycle(chip, 1.0, xp)
         dealt_cycles, first, last = cycles, load / per_cycle, sram["output"] / per_cycle
     compute_cycles = xp.maximum(xp.ceil_div(dealt_cycles, 1.0) - 1, float(bound_cycles))
     dram_cycles = dram_bytes / per_cycle

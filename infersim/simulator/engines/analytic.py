@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op, map_traffic
-from infersim.dataflow.loopnest import problem_of, tile_operand_bytes
+from infersim.dataflow.loopnest import Mapping, problem_of, tile_operand_bytes
 from infersim.simulator.engines import roofline, store
 from infersim.simulator.results import Bound, OpCost
 from infersim.simulator.schedule import STANDALONE, Placement, tensors
@@ -56,7 +56,8 @@ def level_views(chip: Chip) -> tuple[Chip, Chip]:
         shared = chip.shared_sram
         assert shared is not None
         cores_view = chip.with_(**{
-            "dram.bandwidth_bytes_per_s": shared.bandwidth_bytes_per_cycle * chip.freq_hz,
+            "dram.bandwidth_bytes_per_s": shared.bandwidth_bytes_per_cycle * chip.freq_hz
+            * chip.calibration.shared_sram_bandwidth_efficiency,
             "dram.latency_s": 0.0,
             "dram.capacity_bytes": 1 << 50,
             "calibration.dram_bandwidth_efficiency": 1.0,
@@ -65,6 +66,7 @@ def level_views(chip: Chip) -> tuple[Chip, Chip]:
         shared_view = chip.with_(**{
             "cores": 1,
             "sram.capacity_bytes": shared.capacity_bytes,
+            "sram.fill_bytes_per_cycle": None,
             "array.rows": chip.array.rows,
             "calibration.compute_efficiency": 1.0,
         })
@@ -115,23 +117,77 @@ def _remembered(
     return found
 
 
+def dequant_ratio(op: OpBase, view: Chip, mapping: Mapping) -> float:
+    """Dequantization cycles per compute cycle of ``mapping`` (mapped on ``view``): 0 unless
+    the op's weights are stored in another format than the compute dtype.
+
+    Weight-only quantized kernels (W4A16, W8A16) convert a weight where it is read from the
+    core's SRAM into the array (a GPU: from shared memory into the MMA's register fragments,
+    by the warps that issue the MMAs): every weight element the mapping feeds the array (one
+    per fold that uses it: a weight tile reused by another block of rows is converted again)
+    costs ``dequant_flops_per_weight`` vector FLOPs on the core, at the calibrated vector
+    efficiency. That work adds to the cores' compute time (both engines scale their compute
+    cycles by 1 + this ratio) and overlaps the memory transfers."""
+    if not isinstance(op, Gemm) or not op.dequant_flops_per_weight:
+        return 0.0
+    prob = problem_of(op)
+    fed = mapping.traffic["sram"]["weight"].reads_bytes / prob.operand_bytes["weight"]
+    per_cycle = (view.vector.lanes * view.vector.flops_per_lane_per_cycle
+                 * view.calibration.vector_efficiency)  # fmt: skip
+    dequant_cycles = fed * op.dequant_flops_per_weight / per_cycle  # on one core
+    # the array cycles the cores compute, over all of them
+    compute_cycles = mapping.compute_cycles * max(mapping.cores_used, 1)
+    compute_cycles /= view.calibration.compute(prob.mac_class)
+    return dequant_cycles / compute_cycles if compute_cycles > 0 else 0.0
+
+
+def overlapped_vector_s(op: OpBase, chip: Chip) -> float:
+    """Seconds of the vector work of a mapped op that overlaps its array work (its fused
+    epilogue): every vector FLOP but the dequantization, which the mapping's time counts."""
+    flops = op.vector_flops - (op.dequant_flops if isinstance(op, Gemm) else 0.0)
+    return flops / (chip.vector_flops * chip.calibration.vector_efficiency)
+
+
+def dequant_flops(op: OpBase, mapping: Mapping) -> float:
+    """Vector FLOPs of dequantizing every weight element ``mapping`` feeds the array."""
+    if not isinstance(op, Gemm) or not op.dequant_flops_per_weight:
+        return 0.0
+    fed = mapping.traffic["sram"]["weight"].reads_bytes / problem_of(op).operand_bytes["weight"]
+    return fed * op.dequant_flops_per_weight
+
+
+def mapping_seconds(op: OpBase, view: Chip, mapping: Mapping) -> float:
+    """The time of ``mapping`` (mapped on ``view``) with its dequantization: the loop nest's
+    rule, first load + max(compute x (1 + :func:`dequant_ratio`), the other transfers) + last
+    store + latency."""
+    ratio = dequant_ratio(op, view, mapping)
+    if not ratio:
+        return mapping.time_s
+    busy = mapping.compute_cycles / view.calibration.compute(problem_of(op).mac_class)
+    edges = mapping.first_load_cycles + mapping.last_store_cycles
+    overlap = mapping.total_cycles - edges - view.dram.latency_s * view.freq_hz
+    return (mapping.total_cycles + max(busy * (1 + ratio) - overlap, 0.0)) / view.freq_hz
+
+
 def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
     cal = chip.calibration
     if chip.shared_sram is None:
         mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
-        dram_bytes, dram_s, map_s = mapping.dram_bytes, 0.0, mapping.time_s
+        dram_bytes, dram_s = mapping.dram_bytes, 0.0
+        map_s = mapping_seconds(op, chip, mapping)
         energy_pj = energy(mapping, chip).total_pj
     else:
         cores_view, shared_view = level_views(chip)
         mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
         outer = map_traffic(op, shared_view)
         dram_bytes = outer.dram_bytes
-        bandwidth = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
-        dram_s = dram_bytes / bandwidth + chip.dram.latency_s
-        map_s = mapping.time_s
+        dram_s = dram_bytes / dram_bandwidth(chip, mapping.cores_used) + chip.dram.latency_s
+        map_s = mapping_seconds(op, cores_view, mapping)
         energy_pj = (energy(mapping, cores_view).total_pj
                      + dram_bytes * chip.energy.dram_pj_per_byte)
-    vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
+    vector_s = overlapped_vector_s(op, chip)
+    vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
+        if isinstance(op, Gemm) else op.vector_flops
     bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", dram_s, vector_s)
     return OpCost(
         name=op.name,
@@ -139,15 +195,24 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         count=op.count,
         flops=op.flops,
         dram_bytes=dram_bytes,
-        compute_s=max(mapping.compute_cycles / chip.freq_hz, vector_s),
+        compute_s=max(mapping.compute_cycles / chip.freq_hz + map_s - mapping.time_s, vector_s),
         memory_s=max(dram_s, mapping.dram_cycles / chip.freq_hz),
         time_s=time_s,
         bound=bound,
         cycles=time_s * chip.freq_hz,
-        energy_pj=energy_pj + op.vector_flops * chip.energy.vector_pj_per_flop,
+        energy_pj=energy_pj + vector_flops * chip.energy.vector_pj_per_flop,
         dataflow=mapping.dataflow,
         utilization=mapping.overall_utilization,
     )
+
+
+def dram_bandwidth(chip: Chip, cores_used: float) -> float:
+    """Achievable DRAM bytes per second of a two-level chip's op that keeps ``cores_used``
+    cores busy: the DRAM's, at most what their ports to the shared SRAM carry
+    (``sram.fill_bytes_per_cycle``)."""
+    bandwidth = chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency
+    port = chip.sram.fill_bytes_per_cycle
+    return bandwidth if port is None else min(bandwidth, cores_used * port * chip.freq_hz)
 
 
 def _bound_and_time(
@@ -160,7 +225,7 @@ def _bound_and_time(
     terms: dict[Bound, float] = {feed if fed_bound else "compute": map_s, "vector": vector_s}
     terms["memory"] = max(dram_s, terms.get("memory", 0.0))
     bound: Bound = max(terms, key=terms.__getitem__)
-    return bound, terms[bound] + chip.calibration.kernel_overhead_s
+    return bound, terms[bound] + chip.kernel_overhead_s
 
 
 def scheduled_cost(op: OpBase, chip: Chip, place: Placement, dataflow: str = "best") -> OpCost:
@@ -199,7 +264,7 @@ def _scheduled_roofline(
     else:
         terms: dict[Bound, float] = {"compute": array_s, "vector": vector_s, "memory": memory_s}
         bound = max(terms, key=terms.__getitem__)
-        time_s = terms[bound] + cal.kernel_overhead_s
+        time_s = terms[bound] + chip.kernel_overhead_s
     return replace(
         base, dram_bytes=dram_bytes, memory_s=memory_s, time_s=time_s, bound=bound,
         cycles=time_s * chip.freq_hz, onchip_bytes=kept,
@@ -219,6 +284,10 @@ class Retime:
     """The cores' mapping time."""
     memory_bound: bool
     """The cores' mapping is bound by what feeds them."""
+    cores_used: float
+    """Cores the cores' mapping keeps busy."""
+    dequant_ratio: float
+    """Dequantization cycles per compute cycle (:func:`dequant_ratio`)."""
     first_load_cycles: float
     last_store_cycles: float
     compute_cycles: float
@@ -250,7 +319,10 @@ def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
     tile_in = tile_operand_bytes(prob, "input", mapping.sram_tile)
     tile_w = tile_operand_bytes(prob, "weight", mapping.sram_tile)
     return Retime(
-        shared=shared, map_s=mapping.time_s, memory_bound=mapping.bound == "memory",
+        shared=shared, map_s=mapping_seconds(op, view, mapping),
+        memory_bound=mapping.bound == "memory",
+        dequant_ratio=dequant_ratio(op, view, mapping),
+        cores_used=float(mapping.cores_used),
         first_load_cycles=mapping.first_load_cycles, last_store_cycles=mapping.last_store_cycles,
         compute_cycles=float(mapping.compute_cycles),
         input_share=tile_in / (tile_in + tile_w) if tile_in + tile_w else 0.0,
@@ -268,8 +340,9 @@ def _scheduled_mapping(
     kept_out = r.output_writes if place.output_on_chip else 0.0
     dram_bytes = r.dram_bytes - kept_in - kept_out
     per_s = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
-    vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
+    vector_s = overlapped_vector_s(op, chip)
     if r.shared:  # the cores' time against the shared SRAM is as before; DRAM moves less
+        per_s = dram_bandwidth(chip, r.cores_used)
         hidden = min(place.prefetch_s, r.weight_reads / per_s)
         dram_s = max(dram_bytes / per_s - hidden, 0.0) + chip.dram.latency_s
         map_s = r.map_s
@@ -282,7 +355,7 @@ def _scheduled_mapping(
         first -= hidden_cycles
         last = 0.0 if place.output_on_chip else r.last_store_cycles
         dram_cycles = dram_bytes / per_cycle - hidden_cycles
-        busy = r.compute_cycles / cal.compute(problem_of(op).mac_class)
+        busy = r.compute_cycles / cal.compute(problem_of(op).mac_class) * (1 + r.dequant_ratio)
         rest = max(dram_cycles - first - last, 0.0)
         total = first + max(busy, rest) + last + chip.dram.latency_s * freq
         map_s, dram_s, memory_s = total / freq, 0.0, dram_cycles / freq

@@ -218,7 +218,7 @@ def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
         "host": host_s,
     }
     bound: Bound = max(terms, key=terms.__getitem__)
-    time_s = terms[bound] + cal.kernel_overhead_s
+    time_s = terms[bound] + chip.kernel_overhead_s
     if terms[bound] == 0.0:
         bound = "overhead"
     energy_pj = (

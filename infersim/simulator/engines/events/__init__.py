@@ -29,7 +29,8 @@ from typing import Any
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import map_op, map_traffic
-from infersim.dataflow.loopnest import Mapping, problem_of
+from infersim.dataflow.loopnest import PY, Mapping, problem_of
+from infersim.dataflow.loopnest.figures import feed_bytes_per_cycle
 from infersim.simulator.engines import analytic
 from infersim.simulator.engines.events.plan import Kept, work_plan
 from infersim.simulator.engines.events.processes import Link, Memory, RunResult, run
@@ -62,10 +63,7 @@ def clear_cache() -> None:
     _MEMO.clear()
 
 
-def _hbm(chip: Chip) -> Link:
-    per_cycle = (
-        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
-    )
+def _hbm(chip: Chip, per_cycle: float) -> Link:
     return Link("hbm", per_cycle, chip.dram.channels, chip.dram.latency_s * chip.freq_hz)
 
 
@@ -76,13 +74,17 @@ def _run_mapping(op: OpBase, chip: Chip, mapping: Mapping, max_blocks: int,
     schedule keeps off DRAM (on a two-level chip, off the HBM share of the L2's traffic)."""
     prob = problem_of(op)
     efficiency = chip.calibration.compute(prob.mac_class)
-    hbm = _hbm(chip)
+    used = float(mapping.cores_used)
     if outer is None or chip.shared_sram is None:
-        plan = work_plan(prob, mapping, chip, max_blocks, kept)
+        plan = work_plan(prob, mapping, chip, max_blocks, kept,
+                         analytic.dequant_ratio(op, chip, mapping))
+        hbm = _hbm(chip, feed_bytes_per_cycle(chip, used, PY))
         return run(plan, Memory(hbm), chip.sram.capacity_bytes, efficiency)
+    hbm = _hbm(chip, analytic.dram_bandwidth(chip, used) / chip.freq_hz)
     cores_view, _ = analytic.level_views(chip)
-    plan = work_plan(prob, mapping, cores_view, max_blocks)
-    port = Link("l2", chip.shared_sram.bandwidth_bytes_per_cycle, 1, 0.0)
+    plan = work_plan(prob, mapping, cores_view, max_blocks, None,
+                     analytic.dequant_ratio(op, cores_view, mapping))
+    port = Link("l2", feed_bytes_per_cycle(cores_view, used, PY), 1, 0.0)
     dram, l2 = outer.traffic["dram"], mapping.traffic["dram"]
     reads = sum(a.reads_bytes for a in l2.values())
     writes = sum(a.writes_bytes for a in l2.values())
@@ -133,13 +135,13 @@ def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int,
         outer = map_traffic(op, shared_view)
         res = _run_mapping(op, chip, mapping, max_blocks, outer, kept)
     cal, freq = chip.calibration, chip.freq_hz
-    vector_s = op.vector_flops / (chip.vector_flops * cal.vector_efficiency)
+    vector_s = analytic.overlapped_vector_s(op, chip)
     terms: dict[Bound, float] = {"compute": res.compute_busy_cycles / freq, "vector": vector_s}
     terms["memory"] = res.link_busy_cycles["hbm"] / freq
     if "l2" in res.link_busy_cycles:
         terms["sram"] = res.link_busy_cycles["l2"] / freq
     bound: Bound = max(terms, key=terms.__getitem__)
-    time_s = max(res.makespan_cycles / freq, vector_s) + cal.kernel_overhead_s
+    time_s = max(res.makespan_cycles / freq, vector_s) + chip.kernel_overhead_s
     prob = problem_of(op)
     rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
     peak = chip.array.pes * chip.cores * rate

@@ -281,11 +281,14 @@ def _rows(key: npt.NDArray[np.int64]) -> npt.NDArray[np.void]:
 
 
 def work_plan(
-    prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int, kept: Kept | None = None
+    prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int, kept: Kept | None = None,
+    dequant_ratio: float = 0.0,
 ) -> WorkPlan:
     """The core groups of ``mapping`` (mapped on ``chip``: its cores and array), each with at
     most ``max_blocks`` blocks; bytes per core are scaled to the mapping's DRAM traffic, less
-    what a chip schedule ``kept`` on chip or prefetched (see :class:`Kept`).
+    what a chip schedule ``kept`` on chip or prefetched (see :class:`Kept`). Every tile computes
+    ``dequant_ratio`` more cycles per compute cycle (dequantizing the weights it feeds the
+    array: :func:`infersim.simulator.engines.analytic.dequant_ratio`).
 
     Raises:
         InfersimError: more than :data:`MAX_TILES` tiles.
@@ -343,9 +346,10 @@ def work_plan(
     groups = []
     for first_core, m, seq in seqs:
         weight = seq["weight"] * scale["weight"]
+        cycles = seq["cycles"] * (1.0 + dequant_ratio) if dequant_ratio else seq["cycles"]
         weight[0] *= left
         read = (seq["input"] * scale["input"] + weight + seq["out_read"] * scale["out_read"])
-        merged = {"cycles": seq["cycles"], "folds": seq["folds"], "read": read,
+        merged = {"cycles": cycles, "folds": seq["folds"], "read": read,
                   "write": seq["out_write"] * scale["out_write"], "hold": seq["hold"]}
         per_block, blk = _blocks(merged, max_blocks)
         groups.append(CoreGroup(first_core, m, per_block, blk["folds"], blk["cycles"], blk["read"],
