@@ -66,6 +66,17 @@ def mapping_document(mapping: Mapping, chip_name: str, energy_pj: dict[str, Any]
     return {"chip": chip_name, **mapping.to_dict(), "energy_pj": energy_pj}
 
 
+def op_document(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> dict[str, Any]:
+    """What ``infersim simulate`` costs the op at (the analytic engine): on a chip with a
+    shared SRAM the cores' mapping above is against the L2, and this adds the DRAM level,
+    the dequantization and the launch overhead."""
+    from infersim.simulator.engines import analytic
+
+    cost = analytic.cost(op, chip, dataflow)
+    return {"time_s": cost.time_s, "bound": cost.bound, "dram_bytes": cost.dram_bytes,
+            "launch_overhead_s": chip.kernel_overhead_s}
+
+
 ENGINES = ("analytic", "events")
 """Engines ``infersim map`` runs a mapping with."""
 
@@ -119,7 +130,7 @@ def map_command(
     conv: Annotated[str | None, typer.Option(help="Convolution H,W,R,S,C,K,STRIDE")] = None,
     batch: Annotated[int, typer.Option(help="Images (convolution batch)")] = 1,
     dtype: Annotated[str, typer.Option(help="Operand dtype")] = "bf16",
-    dataflow: Annotated[str, typer.Option(help="ws, os, is, rs, nlr or best")] = "best",
+    dataflow: Annotated[str, typer.Option(help="ws, os, is, rs, nlr, tc or best")] = "best",
     objective: Annotated[str, typer.Option(help="latency, energy or edp")] = "latency",
     top_k: Annotated[
         int,
@@ -138,6 +149,7 @@ def map_command(
     from infersim.dataflow.energy import energy
     from infersim.dataflow.loopnest import LEVELS
     from infersim.dataflow.mapper import map_op
+    from infersim.simulator.engines.analytic import level_views
 
     with user_errors():
         if engine not in ENGINES:
@@ -146,10 +158,13 @@ def map_command(
         if batch < 1:
             raise InfersimError(f"--batch {batch}: must be >= 1")
         op = _op(gemm, conv, dtype, batch)
-        found = map_op(op, the_chip, dataflow, objective, top_k)  # type: ignore[call-overload]
+        # a chip with a shared SRAM (a GPU's L2) maps its cores against it, as simulate does
+        view = level_views(the_chip)[0] if the_chip.shared_sram is not None else the_chip
+        found = map_op(op, view, dataflow, objective, top_k)  # type: ignore[call-overload]
         mappings = found if isinstance(found, list) else [found]
-        docs = [mapping_document(m, the_chip.name, energy(m, the_chip).to_dict())
+        docs = [mapping_document(m, the_chip.name, energy(m, view).to_dict())
                 for m in mappings]
+        docs[0]["op"] = op_document(op, the_chip, dataflow) if objective == "latency" else None
         if engine == "events":  # refuses a mapping of too many tiles (exit 2)
             docs[0]["events"] = events_document(op, the_chip, mappings[0])
     if as_json:
@@ -170,6 +185,9 @@ def map_command(
         ("compute cycles", f"{best.compute_cycles:,}"),
         ("total cycles", f"{best.total_cycles:,.0f} ({best.bound}-bound)"),
         ("time", fmt_time(best.time_s)),
+        *((("op time (as simulate costs it)",
+            f"{fmt_time(doc['op']['time_s'])} ({doc['op']['bound']}-bound, "
+            f"{fmt_bytes(doc['op']['dram_bytes'])} DRAM)"),) if doc.get("op") else ()),
         ("folds", f"{best.folds:,}"),
         ("mapping efficiency", f"{best.mapping_efficiency:.1%}"),
         ("compute utilization", f"{best.compute_utilization:.1%}"),

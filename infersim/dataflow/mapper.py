@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections import OrderedDict
 from typing import Any, Literal, overload
 
@@ -62,6 +63,7 @@ from infersim.dataflow.loopnest.figures import (
     prepare,
     total_cycles_at,
 )
+from infersim.dataflow.loopnest.numerics import prod
 from infersim.dataflow.templates import (
     ACCUMULATOR_BYTES,
     ACCUMULATOR_SHARE,
@@ -283,13 +285,20 @@ def sram_need(prob: Problem, tpl: Template | None, tile: dict[str, Any]) -> Any:
 
 
 def register_fit(prob: Problem, tpl: Template | None, tile: dict[str, Any], chip: Chip) -> Any:
-    """Whether an ``output_in_registers`` template's accumulators fit the register file (True
-    for other templates)."""
-    if tpl is None or not tpl.output_in_registers:
+    """Whether a tiling meets the template's own rules: at least ``min_tile_rows`` rows, and
+    an ``output_in_registers`` template's accumulators fitting the register file."""
+    if tpl is None:
         return True
+    ok: Any = True
+    if tpl.min_tile_rows > 1:  # the row group's tile: at least min_tile_rows, or all of it
+        rows = prod(tile[d] for d in tpl.rows)
+        whole = math.prod(prob.dims[d] for d in tpl.rows)
+        ok = rows >= min(tpl.min_tile_rows, whole)
+    if not tpl.output_in_registers:
+        return ok
     out = tile["G"] * tile["N"] * tile["K"] * tile["P"] * tile["Q"]
     budget = ACCUMULATOR_SHARE * chip.register_file.bytes_per_pe * chip.array.pes
-    return out * ACCUMULATOR_BYTES <= budget
+    return ok & (out * ACCUMULATOR_BYTES <= budget)
 
 
 def _grid(

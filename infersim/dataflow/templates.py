@@ -75,7 +75,9 @@ class Template:
     accumulators stay in the core's register file across the whole reduction (a CTA's MMA
     accumulators), so the SRAM holds only the double-buffered input and weight tiles, and the
     output tile must fit :data:`ACCUMULATOR_SHARE` of the core's register file at
-    :data:`ACCUMULATOR_BYTES` per element.
+    :data:`ACCUMULATOR_BYTES` per element. ``min_tile_rows``: an SRAM tile holds at least
+    this many positions of the flattened row group (a Hopper warpgroup MMA's 64 rows), or the
+    whole group where it is smaller.
     """
 
     name: str
@@ -92,6 +94,7 @@ class Template:
     local_reuse: bool = True
     extents: tuple[tuple[str, tuple[int, ...]], ...] = ()
     output_in_registers: bool = False
+    min_tile_rows: int = 1
 
     def __post_init__(self) -> None:
         for role in (self.rows, self.cols, self.stream, self.rf_split):
@@ -246,6 +249,7 @@ TEMPLATES: dict[str, Template] = {
             ("C", (32, 64, 128, 256)),  # BK
         ),
         output_in_registers=True,
+        min_tile_rows=64,  # wgmma.m64nNk16: a warpgroup's MMA is 64 rows (PTX ISA, sm_90a)
     ),
 }
 """The dataflows, by name."""

@@ -144,12 +144,14 @@ def test_engines_agree_end_to_end(name: str, m: int, k: int, n: int) -> None:
 @pytest.mark.parametrize("name", [n for n in PRESETS if n != "tpu-v4"])
 @pytest.mark.parametrize(("k", "n"), [(8192, 8192), (8192, 10240), (28672, 8192)])
 def test_decode_gemv_takes_bytes_over_bandwidth_plus_latency(name: str, k: int, n: int) -> None:
-    """Batch-1 GEMV: time = compulsory bytes / DRAM bandwidth + one access latency, within 2%
+    """Batch-1 GEMV: time = compulsory bytes / DRAM bandwidth + one access latency (+ the
+    launch overhead), within 2%
     (tpu-v4 is left out: its L2 port is slower than its HBM, so the port bounds the GEMV)."""
     chip = load_chip(name)
     op = gemm(1, k, n, DTYPE.get(name, "bf16"))
     cost, _ = events.simulate_op(op, chip)
-    expected = op.compulsory_bytes / chip.dram.bandwidth_bytes_per_s + chip.dram.latency_s
+    expected = (op.compulsory_bytes / chip.dram.bandwidth_bytes_per_s + chip.dram.latency_s
+                + chip.kernel_overhead_s)
     print(f"{name} GEMV {k}x{n}: {cost.time_s * 1e6:.2f} us vs {expected * 1e6:.2f} us "
           f"({cost.time_s / expected - 1:+.2%})")
     assert cost.bound == "memory"
@@ -221,7 +223,7 @@ def test_stall_accounting() -> None:
 def test_block_aggregation_changes_little() -> None:
     """Merging a core group's middle tiles into blocks (the default) keeps the makespan within
     2.5% of the tile-by-tile simulation (which shows more burstiness)."""
-    for chip, op in ((load_chip("h100-sxm"), gemm(2048, 8192, 8192)),
+    for chip, op in ((load_chip("h100-sxm"), gemm(8192, 8192, 8192)),
                      (load_chip("edge-npu"), gemm(2048, 8192, 8192))):
         exact, tl_exact = events.simulate_op(op, chip, max_blocks=100_000)
         merged, tl_merged = events.simulate_op(op, chip)

@@ -107,8 +107,9 @@ def dram_traffic(
     The outer loops are dealt to the cores until every core has work: a loop is dealt when the
     loops above it iterate fewer times than there are cores. With ``multicast`` > 1, clusters
     of that many cores load a tile they share once (TMA multicast): the copies of one input
-    or weight tile fetched for the cores are divided by it (never below one), for the operand
-    of the two where that saves more bytes (a cluster is laid along one dim of the grid).
+    or weight tile that the cores dealt the loops it does not depend on fetch at once are
+    divided by it (never below one), for the operand of the two where that saves more bytes
+    (a cluster is laid along one dim of the grid).
     """
     maxima = xp.max_each([counts[d] for d in _dims_of(orders)])
     st = _loop_orders(orders, tuple(m > 1.5 for m in maxima))
@@ -131,6 +132,7 @@ def dram_traffic(
     for name, loops in zip(OPERANDS, st.refetch_loops, strict=True):
         refetch = one
         copies: Any = 1.0
+        spread: Any = 1.0  # the dealt loops the operand does not depend on: cores sharing it
         for d, inner in loops:
             # whether a loop inner to d that the operand depends on iterates: the operand's
             # tile changes there, so each iteration of d fetches it again
@@ -142,13 +144,14 @@ def dram_traffic(
                 refetch = refetch * xp.where(reused, counts[d], 1.0)
             if cores > 1:  # else the cores dealt d's iterations each fetch the same tile
                 copy = xp.where(dealt[d], counts[d], 1.0)
+                spread = spread * copy
                 copies = copies * (copy if reused is False else xp.where(reused, 1.0, copy))
         total = total_footprint(prob, name, counts) * prob.operand_bytes[name]
         if cores > 1:
-            copied = xp.minimum(copies, cores_used)
-            if multicast > 1 and name != "output":
-                saved[name] = total * refetch * (copied - xp.maximum(copied / multicast, 1.0))
-            refetch = refetch * copied
+            refetch = refetch * xp.minimum(copies, cores_used)
+            if multicast > 1 and name != "output":  # f cores at once load the same tile
+                f = xp.minimum(spread, cores_used)
+                saved[name] = total * refetch * (1.0 - xp.maximum(f / multicast, 1.0) / f)
         if name == "output":
             spill = total * (refetch - 1.0)
             reads[name], writes[name] = spill, spill + total * prob.output_write_scale

@@ -136,8 +136,8 @@ def dequant_ratio(op: OpBase, view: Chip, mapping: Mapping) -> float:
                  * view.calibration.vector_efficiency)  # fmt: skip
     dequant_cycles = fed * op.dequant_flops_per_weight / per_cycle  # on one core
     # the array cycles the cores compute, over all of them
-    compute_cycles = mapping.compute_cycles * max(mapping.cores_used, 1)
-    compute_cycles /= view.calibration.compute(prob.mac_class)
+    compute_cycles = (float(mapping.compute_cycles) * max(mapping.cores_used, 1)
+                      / view.calibration.compute(prob.mac_class))  # fmt: skip
     return dequant_cycles / compute_cycles if compute_cycles > 0 else 0.0
 
 
@@ -170,7 +170,6 @@ def mapping_seconds(op: OpBase, view: Chip, mapping: Mapping) -> float:
 
 
 def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
-    cal = chip.calibration
     if chip.shared_sram is None:
         mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
         dram_bytes, dram_s = mapping.dram_bytes, 0.0

@@ -134,7 +134,7 @@ def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int,
         mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
         outer = map_traffic(op, shared_view)
         res = _run_mapping(op, chip, mapping, max_blocks, outer, kept)
-    cal, freq = chip.calibration, chip.freq_hz
+    freq = chip.freq_hz
     vector_s = analytic.overlapped_vector_s(op, chip)
     terms: dict[Bound, float] = {"compute": res.compute_busy_cycles / freq, "vector": vector_s}
     terms["memory"] = res.link_busy_cycles["hbm"] / freq

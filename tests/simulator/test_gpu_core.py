@@ -1,0 +1,172 @@
+"""The GPU core model: tensor-core CTA tiles, waves over the SMs, the L2 as a bandwidth level,
+weight-only dequantization and the launch overhead (issue 15), checked by hand and as physics.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infersim import dtypes
+from infersim.arch_models import load_chip
+from infersim.dataflow import TEMPLATES, Tiling, analyze, map_op
+from infersim.dataflow.loopnest import problem_of
+from infersim.dataflow.loopnest.dram import dram_traffic
+from infersim.dataflow.loopnest.numerics import PY
+from infersim.simulator.engines import analytic, events, roofline
+from infersim.workloads.ops import Gemm
+
+GPUS = ("h100-sxm", "h200", "a100-sxm-80gb", "b200")
+H100 = load_chip("h100-sxm")
+
+
+def gemm(m: int, k: int, n: int, a: str = "bf16", b: str | None = None) -> Gemm:
+    out = "fp16" if a == "fp16" else "bf16"
+    return Gemm(name="g", m=m, k=k, n=n, a_dtype=a, b_dtype=b or a, out_dtype=out)
+
+
+def kernel_s(op: Gemm, chip: object, engine: object = analytic) -> float:
+    """The kernel's own time: the op's cost less the fixed launch overhead."""
+    return engine.cost(op, chip).time_s - chip.kernel_overhead_s  # type: ignore[attr-defined]
+
+
+def test_gpu_presets_run_the_tensor_core_template() -> None:
+    for name in GPUS:
+        assert load_chip(name).array.supported_dataflows == ("tc",)
+        assert analytic.cost(gemm(1024, 1024, 1024), load_chip(name)).dataflow == "tc"
+
+
+def test_133_tiles_on_132_sms_cost_two_waves() -> None:
+    """133 CTA tiles of 128 x 256 (the whole K in each) on 132 SMs: the 133rd runs alone in a
+    second wave, so the compute takes twice one tile's time, where 132 tiles take one."""
+    view = analytic.level_views(H100)[0]
+    tile = {"P": 128, "K": 256, "C": 1024}
+
+    def mapped(tiles: int) -> object:
+        return analyze(gemm(128 * tiles, 1024, 256), view, TEMPLATES["tc"], Tiling(tile=tile))
+
+    one, two = mapped(132), mapped(133)
+    assert (one.waves, two.waves) == (1, 2)
+    per_tile = 128 * 256 * 1024 / (H100.array.pes * 1.0)  # MMA cycles of one CTA, no fill
+    assert one.compute_cycles == pytest.approx(per_tile, abs=1)
+    assert two.compute_cycles == pytest.approx(2 * per_tile, abs=2)
+
+
+def test_tensor_core_folds_pipeline_without_fill_or_drain() -> None:
+    """An aligned CTA tile computes at the MMA rate: MACs / (array MACs per cycle)."""
+    op = gemm(128, 4096, 256, "fp8")
+    view = analytic.level_views(H100)[0].with_(cores=1)
+    m = analyze(op, view, TEMPLATES["tc"], Tiling(tile={"P": 128, "K": 256, "C": 128}))
+    assert m.compute_cycles == pytest.approx(op.macs / (H100.array.pes * 2.0), abs=1)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8"])
+def test_large_square_gemm_reaches_70_to_92_percent_of_peak(dtype: str) -> None:
+    for n in (8192, 16384):
+        op = gemm(n, n, n, dtype)
+        share = op.flops / kernel_s(op, H100) / H100.peak_flops(dtype)
+        print(f"h100 {n}^3 {dtype}: {share:.1%} of peak")
+        assert 0.70 <= share <= 0.92
+
+
+@pytest.mark.parametrize("name", GPUS)
+def test_gemv_reaches_the_dram_bound_within_10_percent(name: str) -> None:
+    chip = load_chip(name)
+    op = gemm(1, 8192, 8192)
+    bound = op.compulsory_bytes / chip.dram.bandwidth_bytes_per_s
+    assert bound <= kernel_s(op, chip) <= 1.10 * bound
+
+
+@pytest.mark.parametrize("name", GPUS)
+def test_w4a16_is_never_faster_than_fp16_at_4096_rows_and_faster_by_bytes_at_one(
+    name: str,
+) -> None:
+    """Weight-only int4 runs its MMAs at the fp16 rate and dequantizes every weight it feeds
+    the tensor cores (once per 32-row fold): at M = 4096 that work adds to compute; at M = 1
+    the GEMV is memory-bound and the dequantization hides under the loads."""
+    chip = load_chip(name)
+    assert analytic.cost(gemm(4096, 4096, 4096, "fp16", "q4_0"), chip).time_s >= (
+        analytic.cost(gemm(4096, 4096, 4096, "fp16"), chip).time_s)
+    w4, w16 = gemm(1, 8192, 8192, "fp16", "q4_0"), gemm(1, 8192, 8192, "fp16")
+    by_bytes = w16.compulsory_bytes / w4.compulsory_bytes
+    speedup = kernel_s(w16, chip) / kernel_s(w4, chip)
+    print(f"{name}: w4a16 GEMV {speedup:.2f}x faster, bytes {by_bytes:.2f}x")
+    assert 0.8 * by_bytes <= speedup <= by_bytes
+
+
+def test_dequantization_grows_with_the_rows_that_reuse_a_weight() -> None:
+    view = analytic.level_views(H100)[0]
+    ratios = []
+    for m in (256, 1024, 4096):
+        op = gemm(m, 4096, 4096, "fp16", "q4_0")
+        mapping = map_op(op, view)
+        ratios.append(analytic.dequant_flops(op, mapping) / op.dequant_flops)
+    assert ratios[0] >= 256 / 32 - 1e-9  # at least once per 32-row fold
+    assert ratios == sorted(ratios) and ratios[-1] >= 4 * ratios[0] * 0.99
+
+
+@pytest.mark.parametrize("op", [gemm(8192, 8192, 8192), gemm(4096, 4096, 4096, "fp16", "q4_0"),
+                                gemm(1, 8192, 8192), gemm(1, 4096, 14336, "fp16", "q4_0"),
+                                gemm(2048, 8192, 8192, "fp8")])
+def test_engines_agree_on_gpu_gemms(op: Gemm) -> None:
+    a, e = analytic.cost(op, H100), events.cost(op, H100)
+    assert e.time_s == pytest.approx(a.time_s, rel=0.03)
+    assert e.dram_bytes == a.dram_bytes
+
+
+def test_multicast_divides_the_copies_of_one_shared_operand() -> None:
+    """A cluster of 2 cores loads a tile both need once: the copies of the operand that saves
+    more halve (never below one per tile), the other operand's stay."""
+    prob = problem_of(gemm(4096, 4096, 4096))
+    counts = {"G": 1.0, "N": 1.0, "K": 16.0, "C": 64.0, "P": 32.0, "Q": 1.0, "R": 1.0, "S": 1.0}
+    order = (("G", "K", "P", "C"),)
+    one, _, _ = dram_traffic(prob, counts, order, 132, PY)
+    two, _, _ = dram_traffic(prob, counts, order, 132, PY, multicast=2)
+    saved = {n: one[n] - two[n] for n in ("input", "weight")}
+    assert sorted(saved.values())[0] == 0.0
+    shared = max(saved, key=saved.__getitem__)
+    assert two[shared] == pytest.approx(one[shared] / 2)
+    compulsory = prob.operand_bytes[shared] * 4096 * 4096
+    assert two[shared] >= compulsory
+
+
+def test_a_core_port_limits_what_few_busy_cores_draw() -> None:
+    """A GEMV spread over few CTAs cannot draw the whole HBM bandwidth through a 64 B/cycle
+    port per SM (8.4 kB/cycle in all: above the L2); with all SMs busy the port does not bind."""
+    ported = H100.with_(**{"sram.fill_bytes_per_cycle": 64.0})
+    few = gemm(1, 512, 16384)
+    assert analytic.cost(few, ported).time_s >= analytic.cost(few, H100).time_s
+    view = analytic.level_views(ported)[0]
+    used = map_op(few, view).cores_used
+    big = gemm(8192, 8192, 8192)
+    assert analytic.cost(big, ported).time_s == pytest.approx(analytic.cost(big, H100).time_s,
+                                                              rel=0.02)
+    assert used <= H100.cores
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.sampled_from([1, 16, 128, 1024, 4096]), k=st.sampled_from([512, 4096, 14336]),
+       n=st.sampled_from([512, 4096, 8192]), eff=st.sampled_from([0.25, 0.5, 0.8]))
+def test_a_slower_l2_is_never_faster(m: int, k: int, n: int, eff: float) -> None:
+    op = gemm(m, k, n)
+    slow = H100.with_(**{"calibration.shared_sram_bandwidth_efficiency": eff})
+    fast, slowed = analytic.cost(op, H100), analytic.cost(op, slow)
+    assert slowed.time_s >= fast.time_s * (1 - 1e-9)
+    assert fast.time_s >= roofline.cost(op, H100).time_s * (1 - 1e-9)
+    # never below the tensor cores' peak or the compulsory DRAM bytes
+    assert fast.time_s >= op.flops / H100.peak_flops("bf16")
+    assert fast.dram_bytes >= op.compulsory_bytes * (1 - 1e-9)
+
+
+def test_accumulators_fit_half_the_register_file() -> None:
+    view = analytic.level_views(H100)[0]
+    for op in (gemm(8192, 8192, 8192), gemm(4096, 7168, 4096, "fp8"), gemm(300, 5000, 3000)):
+        mapping = map_op(op, view)
+        tile = mapping.sram_tile
+        accumulators = tile["P"] * tile["K"] * 4
+        assert accumulators <= 0.5 * H100.register_file.bytes_per_pe * H100.array.pes
+        assert tile["P"] >= min(64, op.m)  # a warpgroup MMA's 64 rows
+        assert mapping.sram_bytes <= H100.sram.capacity_bytes
+        a_b = 2 * (tile["P"] + tile["K"]) * tile["C"] * dtypes.nbytes(op.a_dtype)
+        assert mapping.sram_bytes == pytest.approx(a_b)  # A and B, double-buffered
