@@ -13,8 +13,9 @@ FP16 = Precision(weights="fp16", act="fp16", kv="fp16")
 
 
 def test_llama2_70b_decode_on_h100_is_weight_streaming():
-    """The seeds' arithmetic: 138 GB of fp16 weights at 3.35 TB/s ≈ 42 ms, ≈ 24 tokens/s."""
-    chip, model = load_chip("h100-sxm"), load_model("llama-2-70b")
+    """The seeds' arithmetic: 138 GB of fp16 weights at 3.35 TB/s ≈ 42 ms, ≈ 24 tokens/s (the
+    kernels' work, without the launch overhead)."""
+    chip, model = load_chip("h100-sxm").with_(launch=None), load_model("llama-2-70b")
     cost = simulate(chip, model, Scenario(phase="decode", batch=1, context_len=128, precision=FP16))
     assert cost.memory.weights_bytes == pytest.approx(138e9, rel=0.01)
     assert not cost.memory.fits and cost.memory.chips_needed == 2

@@ -449,7 +449,7 @@ def test_importing_infersim_does_not_import_the_gguf_package(module):
 
 # --- per-role bits in the operator graph -------------------------------------------------------
 
-H100 = load_chip("h100-sxm")
+H100 = load_chip("h100-sxm").with_(launch=None)  # the byte rules: without the launch overhead
 
 
 def _gguf_published():
