@@ -136,6 +136,12 @@ class SRAM(Spec):
         "levels beyond it (an SM's port to the L2), so a few busy cores cannot draw the "
         "whole L2 or DRAM bandwidth; none: only those levels' bandwidth limits it",
     )
+    fill_latency_s: float | None = Field(
+        default=None, ge=0, le=1e-3,
+        description="A per-core SRAM: latency of one fill from the levels beyond it; a core "
+        "keeps its double-buffered tiles' loads in flight, so by Little's law it draws at "
+        "most their bytes per this latency (none: the DRAM's latency)",
+    )
     multicast_cores: int = Field(
         default=1, ge=1, le=64,
         description="A shared SRAM: cores that one read of a tile serves at once (a Hopper "
@@ -287,6 +293,11 @@ class Calibration(Spec):
     vector_efficiency: float = Field(
         default=1.0, ge=MIN_EFFICIENCY, le=1,
         description="Achievable fraction of peak vector FLOP/s",
+    )
+    attention_efficiency: float = Field(
+        default=1.0, ge=MIN_EFFICIENCY, le=1,
+        description="Achievable fraction of a fused attention kernel's modeled compute rate "
+        "(its MMAs and softmax per CTA) on a GPU's tensor cores",
     )
     link_efficiency: float = Field(
         default=1.0, ge=MIN_EFFICIENCY, le=1,

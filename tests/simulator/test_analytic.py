@@ -48,9 +48,14 @@ def test_big_gemm_on_tpu_v4_is_compute_bound_near_peak():
 
 
 def test_non_gemm_ops_fall_back_to_the_roofline():
-    chip = load_chip("h100-sxm")
+    """Attention off a GPU's tensor cores, and unfused attention, take the roofline's cost
+    (fused attention on the tensor cores: tests/simulator/test_attention_engine.py)."""
     attn = Attention(q_len=512, kv_len=512, heads=8, kv_heads=8, head_dim=64)
+    chip = load_chip("tpu-v4")
     assert analytic.cost(attn, chip) == roofline.cost(attn, chip)
+    unfused = attn.model_copy(update={"fused": False})
+    h100 = load_chip("h100-sxm")
+    assert analytic.cost(unfused, h100) == roofline.cost(unfused, h100)
 
 
 def test_whole_model_engines_agree_on_memory_bound_decode():

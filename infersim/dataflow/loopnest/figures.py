@@ -58,6 +58,35 @@ def feed_bytes_per_cycle(chip: Chip, cores_used: Any, xp: MathNamespace) -> Any:
     return per_cycle if port is None else xp.minimum(per_cycle, cores_used * port)
 
 
+def in_flight_cycles(chip: Chip, nbytes: Any, in_flight: Any, iterations: Any,
+                     xp: MathNamespace) -> Any:
+    """Cycles the level feeding the cores takes to move ``nbytes`` for ``iterations`` work
+    items dealt to ``chip``'s cores in waves, each core keeping at most ``in_flight`` bytes of
+    loads outstanding (its double-buffered tiles).
+
+    The feed delivers :func:`feed_bytes_per_cycle` to the cores busy in a wave, and by Little's
+    law each busy core draws at most ``in_flight`` bytes per fill latency
+    (``sram.fill_latency_s``, else the DRAM latency): the full waves move their share of the
+    bytes at the rate of ``cores`` cores, a last partial wave of ``last`` cores its share at
+    theirs. Without a latency, the bytes over the feed's rate for the cores used."""
+    cores = chip.cores
+    used = xp.minimum(iterations, float(cores)) if cores > 1 else 1.0
+    per_cycle = feed_bytes_per_cycle(chip, used, xp)
+    latency = chip.sram.fill_latency_s
+    latency = chip.dram.latency_s if latency is None else latency
+    if latency <= 0:
+        return nbytes / per_cycle
+    per_core = in_flight / (latency * chip.freq_hz)
+    if cores == 1:
+        return nbytes / xp.minimum(per_cycle, per_core)
+    waves = xp.ceil_div(iterations, cores)
+    last = iterations - (waves - 1.0) * cores
+    tail = last / iterations
+    full = feed_bytes_per_cycle(chip, float(cores), xp)
+    return nbytes * ((1.0 - tail) / xp.minimum(full, cores * per_core)
+                     + tail / xp.minimum(feed_bytes_per_cycle(chip, last, xp), last * per_core))
+
+
 def evaluate(
     prob: Problem, tpl: Template, chip: Chip, tile: Candidates, order: Order, rf: Candidates
 ) -> Figures:
@@ -264,7 +293,7 @@ def _time(
         per_cycle = feed_bytes_per_cycle(chip, 1.0, xp)
         dealt_cycles, first, last = cycles, load / per_cycle, sram["output"] / per_cycle
     compute_cycles = xp.maximum(xp.ceil_div(dealt_cycles, 1.0) - 1, float(bound_cycles))
-    dram_cycles = dram_bytes / per_cycle
+    dram_cycles = in_flight_cycles(chip, dram_bytes, 2.0 * load, iterations, xp)
     busy = compute_cycles / chip.calibration.compute(prob.mac_class)
     rest = xp.maximum(dram_cycles - first - last, 0.0)
     total_cycles = first + xp.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz

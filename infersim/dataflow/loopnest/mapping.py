@@ -77,6 +77,8 @@ class Mapping:
     total_cycles: float
     time_s: float
     bound: str
+    iterations: float = 1.0
+    """Work items the DRAM loops dealt to the cores (one per core per wave at most)."""
 
     @property
     def fits(self) -> bool:
@@ -260,4 +262,5 @@ def mapping_of(
         total_cycles=total_cycles,
         time_s=total_cycles / chip.freq_hz,
         bound="compute" if one(fig["compute_bound"]) else "memory",
+        iterations=one(fig["iterations"]),
     )

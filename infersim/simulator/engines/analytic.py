@@ -1,5 +1,6 @@
-"""The analytic engine: GEMMs and convolutions costed from their dataflow mapping; every other
-operator (attention, vector work, transfers) from the roofline.
+"""The analytic engine: GEMMs and convolutions costed from their dataflow mapping, fused
+attention on a GPU's tensor cores from its CTA grid (:mod:`~.attention`); every other operator
+(vector work, transfers, attention elsewhere) from the roofline.
 
 A chip with a shared SRAM (a GPU's L2, a TPU's CMEM) is costed at two levels, because the cores
 do not fetch from DRAM directly: the cores' tiles are mapped against the shared SRAM (its
@@ -25,8 +26,9 @@ from typing import Any, TypeVar
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op, map_traffic
-from infersim.dataflow.loopnest import Mapping, problem_of, tile_operand_bytes
-from infersim.simulator.engines import roofline, store
+from infersim.dataflow.loopnest import PY, Mapping, problem_of, tile_operand_bytes
+from infersim.dataflow.loopnest.figures import in_flight_cycles
+from infersim.simulator.engines import attention, roofline, store
 from infersim.simulator.results import Bound, OpCost
 from infersim.simulator.schedule import STANDALONE, Placement, tensors
 from infersim.workloads.ops import Conv2d, Gemm, OpBase
@@ -59,6 +61,7 @@ def level_views(chip: Chip) -> tuple[Chip, Chip]:
             "dram.bandwidth_bytes_per_s": shared.bandwidth_bytes_per_cycle * chip.freq_hz
             * chip.calibration.shared_sram_bandwidth_efficiency,
             "dram.latency_s": 0.0,
+            "sram.fill_latency_s": chip.dram.latency_s,  # a load may miss the L2
             "dram.capacity_bytes": 1 << 50,
             "calibration.dram_bandwidth_efficiency": 1.0,
             "energy.dram_pj_per_byte": chip.energy.shared_sram_pj_per_byte,
@@ -86,6 +89,8 @@ def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
         InfersimError: no mapping fits the chip, or a transfer without its link.
     """
     if not isinstance(op, Gemm | Conv2d):
+        if attention.on_tensor_cores(op, chip):
+            return attention.cost(op, chip)  # type: ignore[arg-type]
         return roofline.cost(op, chip)
     found = _remembered(_COSTS, OpCost, "", op, chip, dataflow,
                         lambda: _cost(op, chip, dataflow))  # fmt: skip
@@ -180,7 +185,7 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
         outer = map_traffic(op, shared_view)
         dram_bytes = outer.dram_bytes
-        dram_s = dram_bytes / dram_bandwidth(chip, mapping.cores_used) + chip.dram.latency_s
+        dram_s = dram_level_s(op, chip, mapping, dram_bytes)
         map_s = mapping_seconds(op, cores_view, mapping)
         energy_pj = (energy(mapping, cores_view).total_pj
                      + dram_bytes * chip.energy.dram_pj_per_byte)
@@ -212,6 +217,18 @@ def dram_bandwidth(chip: Chip, cores_used: float) -> float:
     bandwidth = chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency
     port = chip.sram.fill_bytes_per_cycle
     return bandwidth if port is None else min(bandwidth, cores_used * port * chip.freq_hz)
+
+
+def dram_level_s(op: OpBase, chip: Chip, mapping: Mapping, dram_bytes: float) -> float:
+    """Seconds a two-level chip's DRAM takes to move ``dram_bytes`` behind the cores'
+    ``mapping`` (against the shared SRAM), one access latency included: the cores' waves
+    draw it as they draw their loads (:func:`~infersim.dataflow.loopnest.figures.
+    in_flight_cycles`: each busy core keeps its double-buffered tiles' loads in flight
+    against the DRAM latency, so a last partial wave cannot draw the whole bandwidth)."""
+    prob = problem_of(op)
+    load = sum(tile_operand_bytes(prob, name, mapping.sram_tile) for name in ("input", "weight"))
+    cycles = in_flight_cycles(chip, dram_bytes, 2.0 * load, mapping.iterations, PY)
+    return float(cycles) / chip.freq_hz + chip.dram.latency_s
 
 
 def _bound_and_time(

@@ -74,7 +74,7 @@ class FlashTraffic(NamedTuple):
     """K and V the kernel's CTAs load into the cores' SRAMs (from the shared SRAM or DRAM)."""
 
 
-class _Grid(NamedTuple):
+class FlashGrid(NamedTuple):
     """How a FlashAttention kernel cuts one (sequence, KV head)'s queries into CTAs."""
 
     positions: int
@@ -93,14 +93,14 @@ def flash_block_rows(op: Attention, chip: Chip) -> int:
     return max(1, math.ceil(elements / (4 * op.head_dim)))
 
 
-def _grid(op: Attention, rows: int) -> _Grid:
+def flash_grid(op: Attention, rows: int) -> FlashGrid:
     """The kernel's CTAs over one (sequence, KV head): one per (query head, block of ``rows``
     queries), or one per block of ``rows // h`` positions holding ``h`` query heads of the GQA
     group (the group packed into the query rows, as FlashAttention-2 does for decode), with
     the ``h`` dividing the group that loads the fewest keys."""
     group = op.heads / op.kv_heads
     blocks = math.ceil(op.q_len / rows)
-    grid = _Grid(rows, group * blocks, group * op.block_keys(rows)[0])
+    grid = FlashGrid(rows, group * blocks, group * op.block_keys(rows)[0])
     if op.heads % op.kv_heads:
         return grid
     whole = op.heads // op.kv_heads
@@ -111,7 +111,7 @@ def _grid(op: Attention, rows: int) -> _Grid:
         per_head = whole // heads
         keys = per_head * op.block_keys(positions)[0]
         if keys < grid.keys:
-            grid = _Grid(positions, per_head * math.ceil(op.q_len / positions), keys)
+            grid = FlashGrid(positions, per_head * math.ceil(op.q_len / positions), keys)
     return grid
 
 
@@ -120,7 +120,7 @@ def flash_attention_traffic(op: Attention, chip: Chip) -> FlashTraffic:
 
     A fused kernel runs one CTA per (sequence, query head, block of :func:`flash_block_rows`
     queries), or packs query heads of a GQA group into a block where that loads fewer keys
-    (:func:`_grid`); each CTA loads the keys its block attends (:meth:`Attention.block_keys`:
+    (:func:`flash_grid`); each CTA loads the keys its block attends (:meth:`Attention.block_keys`:
     causal and window aware), and the CTAs of one (sequence, KV head) read the same K/V.
     ``min(cores, CTAs)`` CTAs run at once, launched (sequence, KV head) by (sequence, KV head),
     so about ``ceil(min(cores, CTAs) / CTAs per KV head)`` K/V sets are live: when they fit the
@@ -130,7 +130,7 @@ def flash_attention_traffic(op: Attention, chip: Chip) -> FlashTraffic:
     """
     if not op.fused:
         return FlashTraffic(op.compulsory_bytes, op.kv_bytes)
-    grid = _grid(op, flash_block_rows(op, chip))
+    grid = flash_grid(op, flash_block_rows(op, chip))
     sets = op.batch * op.kv_heads
     token_bytes = op.kv_token_bytes
     loaded = sets * grid.keys * token_bytes
@@ -176,7 +176,7 @@ def attention_vector_s(op: Attention, chip: Chip) -> float:
     exponentials = op.exponentials
     if op.fused:
         rows = flash_block_rows(op, chip)
-        tile_pairs = op.block_keys(_grid(op, rows).positions)[1]
+        tile_pairs = op.block_keys(flash_grid(op, rows).positions)[1]
         exponentials += op.batch * op.heads * tile_pairs / rows
     lanes_s = (op.vector_flops - op.exponentials) / (chip.vector_flops * eff)
     special_s = exponentials / (special * chip.cores * chip.freq_hz * eff)
