@@ -58,33 +58,65 @@ def feed_bytes_per_cycle(chip: Chip, cores_used: Any, xp: MathNamespace) -> Any:
     return per_cycle if port is None else xp.minimum(per_cycle, cores_used * port)
 
 
+def wave_rates(chip: Chip, in_flight: Any, iterations: Any, xp: MathNamespace) -> tuple[Any, Any]:
+    """Bytes per cycle the level feeding the cores delivers in a full wave of ``iterations``
+    work items dealt to ``chip``'s cores, and in the last (maybe partial) wave.
+
+    The feed delivers :func:`feed_bytes_per_cycle` to the cores busy in a wave, and by Little's
+    law each busy core draws at most ``in_flight`` bytes (its double-buffered tiles' loads)
+    per fill latency (``sram.fill_latency_s``, else the DRAM latency; none without one)."""
+    cores = chip.cores
+    latency = chip.sram.fill_latency_s
+    latency = chip.dram.latency_s if latency is None else latency
+    per_core = in_flight / (latency * chip.freq_hz) if latency > 0 else None
+    if cores == 1:
+        rate = feed_bytes_per_cycle(chip, 1.0, xp)
+        rate = rate if per_core is None else xp.minimum(rate, per_core)
+        return rate, rate
+    waves = xp.ceil_div(iterations, cores)
+    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
+    full = feed_bytes_per_cycle(chip, float(cores), xp)
+    tail = feed_bytes_per_cycle(chip, last, xp)
+    if per_core is None:
+        return full, tail
+    return xp.minimum(full, cores * per_core), xp.minimum(tail, last * per_core)
+
+
+def wave_split(chip: Chip, iterations: Any, xp: MathNamespace) -> tuple[Any, Any, Any]:
+    """(waves, share of the work items in one full wave, share in the last wave) of
+    ``iterations`` items dealt to ``chip``'s cores."""
+    cores = chip.cores
+    if cores == 1:
+        return 1.0, 1.0, 1.0
+    waves = xp.ceil_div(iterations, cores)
+    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
+    return waves, xp.minimum(float(cores), iterations) / iterations, last / iterations
+
+
 def in_flight_cycles(chip: Chip, nbytes: Any, in_flight: Any, iterations: Any,
                      xp: MathNamespace) -> Any:
     """Cycles the level feeding the cores takes to move ``nbytes`` for ``iterations`` work
-    items dealt to ``chip``'s cores in waves, each core keeping at most ``in_flight`` bytes of
-    loads outstanding (its double-buffered tiles).
+    items dealt to ``chip``'s cores in waves, at the rates of :func:`wave_rates`: the full
+    waves their share of the bytes at the full rate, the last wave its share at its own."""
+    full, tail = wave_rates(chip, in_flight, iterations, xp)
+    waves, per_wave, last = wave_split(chip, iterations, xp)
+    return nbytes * ((waves - 1.0) * per_wave / full + last / tail)
 
-    The feed delivers :func:`feed_bytes_per_cycle` to the cores busy in a wave, and by Little's
-    law each busy core draws at most ``in_flight`` bytes per fill latency
-    (``sram.fill_latency_s``, else the DRAM latency): the full waves move their share of the
-    bytes at the rate of ``cores`` cores, a last partial wave of ``last`` cores its share at
-    theirs. Without a latency, the bytes over the feed's rate for the cores used."""
-    cores = chip.cores
-    used = xp.minimum(iterations, float(cores)) if cores > 1 else 1.0
-    per_cycle = feed_bytes_per_cycle(chip, used, xp)
-    latency = chip.sram.fill_latency_s
-    latency = chip.dram.latency_s if latency is None else latency
-    if latency <= 0:
-        return nbytes / per_cycle
-    per_core = in_flight / (latency * chip.freq_hz)
-    if cores == 1:
-        return nbytes / xp.minimum(per_cycle, per_core)
-    waves = xp.ceil_div(iterations, cores)
-    last = iterations - (waves - 1.0) * cores
-    tail = last / iterations
-    full = feed_bytes_per_cycle(chip, float(cores), xp)
-    return nbytes * ((1.0 - tail) / xp.minimum(full, cores * per_core)
-                     + tail / xp.minimum(feed_bytes_per_cycle(chip, last, xp), last * per_core))
+
+def waves_cycles(busy: Any, transfers: list[tuple[Any, Any, Any]], waves: Any, per_wave: Any,
+                 last: Any, xp: MathNamespace) -> Any:
+    """Cycles of the waves of a mapping pipelined wave by wave: each wave takes the larger of
+    its compute (``busy`` over the waves) and each level's transfer of its share of the bytes
+    (``transfers``: bytes, full-wave rate, last-wave rate per level); the full waves share
+    ``per_wave`` of the items each, the last ``last``. Equal to max(compute, transfers) when
+    every wave is full; a memory-bound op's partial last wave may be compute-bound alone."""
+    c = busy / waves
+    t_full: Any = 0.0
+    t_last: Any = 0.0
+    for nbytes, full, tail in transfers:
+        t_full = xp.maximum(t_full, nbytes * per_wave / full)
+        t_last = xp.maximum(t_last, nbytes * last / tail)
+    return (waves - 1.0) * xp.maximum(c, t_full) + xp.maximum(c, t_last)
 
 
 def evaluate(
@@ -293,9 +325,12 @@ def _time(
         per_cycle = feed_bytes_per_cycle(chip, 1.0, xp)
         dealt_cycles, first, last = cycles, load / per_cycle, sram["output"] / per_cycle
     compute_cycles = xp.maximum(xp.ceil_div(dealt_cycles, 1.0) - 1, float(bound_cycles))
-    dram_cycles = in_flight_cycles(chip, dram_bytes, 2.0 * load, iterations, xp)
+    full, tail = wave_rates(chip, 2.0 * load, iterations, xp)
+    n_waves, per_wave, share = wave_split(chip, iterations, xp)
+    dram_cycles = dram_bytes * ((n_waves - 1.0) * per_wave / full + share / tail)
     busy = compute_cycles / chip.calibration.compute(prob.mac_class)
-    rest = xp.maximum(dram_cycles - first - last, 0.0)
+    piped = waves_cycles(busy, [(dram_bytes, full, tail)], n_waves, per_wave, share, xp)
+    rest = xp.maximum(piped - first - last, 0.0)
     total_cycles = first + xp.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz
     return {
         "waves": waves,
