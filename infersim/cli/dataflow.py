@@ -13,7 +13,7 @@ from rich.table import Table
 
 from infersim.cli.common import ChipOpt, JsonOpt, console, print_json, user_errors
 from infersim.errors import InfersimError
-from infersim.units import fmt_bytes, fmt_time
+from infersim.units import fmt_bytes, fmt_energy, fmt_percent, fmt_time, significant
 
 if TYPE_CHECKING:  # imported by the commands that use them (a fast start)
     from infersim.arch_models import Chip
@@ -189,14 +189,14 @@ def map_command(
             f"{fmt_time(doc['op']['time_s'])} ({doc['op']['bound']}-bound, "
             f"{fmt_bytes(doc['op']['dram_bytes'])} DRAM)"),) if doc.get("op") else ()),
         ("folds", f"{best.folds:,}"),
-        ("mapping efficiency", f"{best.mapping_efficiency:.1%}"),
-        ("compute utilization", f"{best.compute_utilization:.1%}"),
+        ("mapping efficiency", fmt_percent(best.mapping_efficiency, 1)),
+        ("compute utilization", fmt_percent(best.compute_utilization, 1)),
         (
             "SRAM tile (double-buffered)",
             f"{fmt_bytes(best.sram_bytes)} of {fmt_bytes(best.sram_capacity_bytes)}",
         ),
         ("DRAM traffic", fmt_bytes(best.dram_bytes)),
-        ("energy", f"{doc['energy_pj']['total_pj'] / 1e6:,.3f} µJ"),
+        ("energy", fmt_energy(doc["energy_pj"]["total_pj"] * 1e-12)),
         *(_events_rows(doc["events"]) if "events" in doc else ()),
     ):
         table.add_row(label, value)
@@ -209,8 +209,8 @@ def map_command(
         cells = [
             fmt_bytes(best.traffic[level][o].total_bytes) for o in ("input", "weight", "output")
         ]
-        levels.add_row(level, *cells, f"{by_level.get(level, 0.0) / 1e6:,.3f}")
-    levels.add_row("mac", "", "", "", f"{by_level.get('mac', 0.0) / 1e6:,.3f}")
+        levels.add_row(level, *cells, significant(by_level.get(level, 0.0) / 1e6))
+    levels.add_row("mac", "", "", "", significant(by_level.get("mac", 0.0) / 1e6))
     console.print(levels)
     for rank, m in enumerate(mappings[1:], start=2):
         console.print(

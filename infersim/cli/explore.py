@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from infersim.cli.common import console, err_console, plain, print_json, user_errors, writable
@@ -34,7 +35,9 @@ class ExecutorChoice(StrEnum):
 
 ExecutorOpt = Annotated[
     ExecutorChoice,
-    typer.Option(help="local: a process pool; ray: Ray tasks (pip install 'infersim[dist]')"),
+    typer.Option(
+        help=escape("local: a process pool; ray: Ray tasks (pip install 'infersim[dist]')")
+    ),
 ]
 WorkersOpt = Annotated[
     int | None,
@@ -76,19 +79,30 @@ def _is_results(path: Path) -> bool:
     return (path / SHARDS).is_dir()
 
 
-def _rate_column() -> ProgressColumn:
-    """A column with the points per second of a progress task (the class is made here, so
-    that rich.progress is imported only by a sweep that shows a bar)."""
+def _rate_column(start: Callable[[], int]) -> ProgressColumn:
+    """A column with the points per minute of a progress task since it started, the figure
+    the sweep's summary line gives (``start()``: the points already done when the bar started,
+    e.g. resumed ones, which are not counted). The class is made here, so that rich.progress
+    is imported only by a sweep that shows a bar."""
     from rich.progress import ProgressColumn, Task
+    from rich.table import Column
     from rich.text import Text
 
+    from infersim.units import fmt_rate
+
     class RateColumn(ProgressColumn):
-        """Points per second of a progress task."""
+        """Points per minute of a progress task since its start."""
+
+        def __init__(self) -> None:
+            super().__init__(table_column=Column(no_wrap=True, min_width=18))
 
         def render(self, task: Task) -> Text:
-            """``1,234 pts/s`` (blank until a rate is known)."""
-            speed = task.finished_speed or task.speed
-            return Text(f"{speed:,.0f} pts/s" if speed else "", style="progress.data.speed")
+            """``1,236 points/min`` (blank until a point is done)."""
+            elapsed = task.finished_time if task.finished else task.elapsed
+            done = task.completed - start()
+            if not elapsed or done <= 0:
+                return Text("", style="progress.data.speed")
+            return Text(fmt_rate(done / elapsed * 60, "points/min"), style="progress.data.speed")
 
     return RateColumn()
 
@@ -97,7 +111,9 @@ class SweepBar:
     """A sweep's progress bar on stderr, fed by ``run_sweep``'s ``progress(done, total)``.
 
     It starts at the first report, which comes once the workers have started: a process pool
-    forks before the bar's refresh thread exists."""
+    forks before the bar's refresh thread exists. Its rate is points per minute since then,
+    as the summary line gives it; after the points, :meth:`stage` names the extra table being
+    computed."""
 
     def __init__(self, description: str) -> None:
         from rich.progress import (
@@ -108,13 +124,16 @@ class SweepBar:
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
+        from rich.table import Column
 
         self.description = description
+        self.started_at = 0
         self.bar = Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
+            TextColumn("[progress.description]{task.description}",
+                       table_column=Column(no_wrap=True, overflow="ellipsis", max_width=24)),
+            BarColumn(bar_width=10),
             MofNCompleteColumn(),
-            _rate_column(),
+            _rate_column(lambda: self.started_at),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
@@ -127,9 +146,15 @@ class SweepBar:
         """Show ``done`` of ``total`` points (``total`` None: not known)."""
         if self.task is None:
             self.bar.start()
-            self.task = self.bar.add_task(self.description, total=total, completed=done)
+            self.started_at = done
+            self.task = self.bar.add_task(plain(self.description), total=total, completed=done)
         else:
             self.bar.update(self.task, completed=done)
+
+    def stage(self, name: str) -> None:
+        """Say which extra table the sweep computes now (the points are done)."""
+        if self.task is not None:
+            self.bar.update(self.task, description=plain(f"{name} table"))
 
     def stop(self) -> None:
         """Leave the bar's last state on the terminal (nothing if it never started)."""
@@ -159,19 +184,29 @@ def _run(
     bar = None if quiet else SweepBar(spec.name)
     try:
         return run_sweep(
-            spec, out, executor=executor, resume=resume, chunk_size=chunk_size, progress=bar
+            spec, out, executor=executor, resume=resume, chunk_size=chunk_size, progress=bar,
+            stage=bar.stage if bar is not None else None,
         )
     finally:
         if bar is not None:
             bar.stop()
 
 
-def _summary_line(summary: Any) -> str:
+def _summary_line(summary: Any, where: str | None = None) -> str:
+    """One line: points evaluated, stored and failed; seconds in all, the evaluation's rate
+    (the progress bar's figure) and the extra tables' seconds; the results folder (``where``
+    replaces its path, e.g. for a temporary folder gone when the command ends)."""
+    from infersim.units import fmt_rate, fmt_time
+
     errors = f", {summary.errors:,} could not run" if summary.errors else ""
+    rate = (f"{fmt_rate(summary.points_per_min, 'points/min')} over "
+            f"{fmt_time(summary.evaluate_s)} of evaluation" if summary.evaluated else
+            "nothing to evaluate")
+    extras = f", extra tables {fmt_time(summary.extras_s)}" if summary.extras_s >= 0.05 else ""
     return (
         f"{summary.points:,} points: {summary.evaluated:,} evaluated, {summary.skipped:,} "
-        f"already stored{errors} in {summary.elapsed_s:.1f} s "
-        f"({summary.points_per_min:,.0f} points/min) → {summary.directory}"
+        f"already stored{errors} in {fmt_time(summary.elapsed_s)} ({rate}{extras}) → "
+        f"{where or summary.directory}"
     )
 
 
@@ -217,8 +252,11 @@ def sweep(
                 "skipped": summary.skipped,
                 "errors": summary.errors,
                 "elapsed_s": summary.elapsed_s,
+                "evaluate_s": summary.evaluate_s,
+                "extras_s": summary.extras_s,
                 "points_per_min": summary.points_per_min,
                 "csv": str(csv) if csv else None,
+                "display": {"summary": _summary_line(summary)},
             }
         )
         return
@@ -283,7 +321,7 @@ def report(
             resume = _is_results(folder)
             runner = _executor(executor, workers, address, ray_timeout)
             summary = _run(source, folder, runner, resume, quiet)
-            err_console.print(_summary_line(summary), markup=False, highlight=False)
+            err_console.print(_summary_line(summary, label), markup=False, highlight=False)
         result = _written(
             out, "--out", lambda: write_report(folder, out, static, label, validation or ())
         )
@@ -355,19 +393,28 @@ def pareto(
             ]
         )
         return
+    from infersim.explorer.metrics import format_metric, header
+
+    senses = ", ".join(f"{header(o.metric)} ({'higher' if o.sense == 'max' else 'lower'} is "
+                       "better)" for o in objs)
     groups = best.groupby(group, sort=False) if group else [("all points", best)]
     for name, part in groups:
         table = Table(
             title=f"Pareto front — {plain(name)} ({len(part)} of "
-            f"{int((df[group] == name).sum()) if group else len(df)} points)"
+            f"{int((df[group] == name).sum()) if group else len(df)} points)",
+            caption=f"objectives: {plain(senses)}; best first, near-ties (within 1%) broken "
+            "by the next objective; ≈: an estimate, not a published figure",
         )
         shown = [c for c in ident if c != group]
-        for col in [*shown, *(str(o) for o in objs)]:
-            table.add_column(col, justify="left" if col in shown else "right")
+        for col in shown:
+            table.add_column(col, justify="left")
+        for o in objs:
+            table.add_column(header(o.metric), justify="right")
         for _, row in part.head(top).iterrows():
+            marked = str(row.get("estimated_figures") or "").split(",")  # ≈: an estimate
             table.add_row(
                 *(plain(row[c]) if row[c] is not None else "" for c in shown),
-                *(f"{row[m]:.4g}" for m in metrics),
+                *(("≈" if m in marked else "") + format_metric(m, row[m]) for m in metrics),
             )
         console.print(table)
 

@@ -9,16 +9,15 @@ import typer
 from rich.table import Table
 
 from infersim.cli.common import JsonOpt, console, print_json
-from infersim.units import fmt_bytes, si
+from infersim.units import fmt_area, fmt_bytes, fmt_power, fmt_usd, si
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported by the commands that use them (a fast start)
     from infersim.arch_models import Chip
-  # imported by the commands that use them (a fast start)
-    pass
 
 
 def _chip_summary(chip: Chip) -> dict[str, Any]:
     classes = list(chip.array.macs_per_pe_per_cycle)
+    spec = chip.spec
     return {
         "name": chip.name,
         "description": chip.description,
@@ -29,23 +28,44 @@ def _chip_summary(chip: Chip) -> dict[str, Any]:
         "dram_capacity_bytes": chip.dram.capacity_bytes,
         "dram_bandwidth_bytes_per_s": chip.peak_bandwidth_bytes_per_s,
         "ridge_point_flops_per_byte": {c: chip.ridge_point(c) for c in classes},
+        "published": {
+            "die_area_mm2": spec.die_area_mm2 if spec else None,
+            "tdp_w": spec.tdp_w if spec else None,
+            "price_usd": spec.price_usd if spec else None,
+            "estimated": list(spec.estimated) if spec else [],
+            "sources": dict(spec.sources) if spec else {},
+        },
         "source": chip.source,
     }
 
 
+def _published(value: float | None, field: str, estimated: list[str], write: Any) -> str:
+    """A published figure, ``≈`` before it when its source estimates it, ``-`` when none."""
+    if value is None:
+        return "-"
+    return ("≈" if field in estimated else "") + write(value)
+
+
 def chips(as_json: JsonOpt = False) -> None:
-    """List the chip presets with their peak figures."""
+    """List the chip presets with their peak figures and published die area, TDP and price
+    (≈: an estimate of the source; -: not published)."""
     from infersim.arch_models import list_chips, load_chip
 
     rows = [_chip_summary(load_chip(name)) for name in list_chips()]
     if as_json:
         print_json(rows)
         return
-    table = Table(title="chip presets")
-    for col in ("name", "cores", "array", "clock", "dense peak FLOP/s", "DRAM", "bandwidth"):
-        table.add_column(col)
+    table = Table(title="chip presets", caption="≈: an estimate of the source; -: not "
+                  "published (sources: infersim chips --json)")
+    for col in ("name", "cores", "array", "clock", "dense peak FLOP/s", "DRAM", "bandwidth",
+                "die area", "TDP", "price"):
+        table.add_column(col, justify="right" if col in ("cores", "clock", "DRAM", "bandwidth",
+                                                          "die area", "TDP", "price")
+                         else "left")
     for r in rows:
         peaks = " ".join(f"{c}:{si(f, '').replace(' ', '')}" for c, f in r["peak_flops"].items())
+        pub = r["published"]
+        est = pub["estimated"]
         table.add_row(
             r["name"],
             str(r["cores"]),
@@ -54,6 +74,9 @@ def chips(as_json: JsonOpt = False) -> None:
             peaks,
             fmt_bytes(r["dram_capacity_bytes"]),
             si(r["dram_bandwidth_bytes_per_s"], "B/s"),
+            _published(pub["die_area_mm2"], "die_area_mm2", est, fmt_area),
+            _published(pub["tdp_w"], "tdp_w", est, fmt_power),
+            _published(pub["price_usd"], "price_usd", est, fmt_usd),
         )
     console.print(table)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from infersim.cli.common import (
@@ -25,7 +26,7 @@ from infersim.cli.common import (
 )
 from infersim.errors import InfersimError
 from infersim.simulator.defaults import DEFAULT_ENGINE, engine_help
-from infersim.units import fmt_time
+from infersim.units import fmt_percent, fmt_rate, fmt_time, significant
 
 if TYPE_CHECKING:  # the serving simulator (SimPy, pandas) is imported by the command itself
     from infersim.simulator.serving import ServingConfig, ServingResult
@@ -174,12 +175,13 @@ def _print_result(result: ServingResult) -> None:
         ("simulated duration", fmt_time(s["duration_s"])),
         (
             "throughput",
-            f"{s['throughput_requests_per_s']:.3g} req/s, "
-            f"{s['throughput_tokens_per_s']:,.0f} output tok/s",
+            f"{fmt_rate(s['throughput_requests_per_s'], 'req/s')}, "
+            f"{fmt_rate(s['throughput_tokens_per_s'], 'output tok/s')}",
         ),
         (
             f"goodput (TTFT ≤ {fmt_time(slo['ttft_s'])}, TPOT ≤ {fmt_time(slo['tpot_s'])})",
-            f"{s['goodput_requests_per_s']:.3g} req/s ({s['slo_attainment']:.1%} of requests)",
+            f"{fmt_rate(s['goodput_requests_per_s'], 'req/s')} "
+            f"({fmt_percent(s['slo_attainment'], 1)} of requests)",
         ),
         ("batch size mean / max", f"{s['batch_size_mean']:.1f} / {s['batch_size_max']}"),
         ("running requests mean / max", f"{s['concurrency_mean']:.1f} / {s['concurrency_max']}"),
@@ -234,18 +236,19 @@ def register(app: typer.Typer) -> None:
         prompt_len: Annotated[
             str | None,
             typer.Option(
-                help="Prompt tokens: N, uniform:LO:HI, lognormal:MEDIAN:SIGMA, trace "
-                "[default: 512, or trace]"
+                help=escape("Prompt tokens: N, uniform:LO:HI, lognormal:MEDIAN:SIGMA, trace "
+                            "[default: 512, or trace]")
             ),
         ] = None,
         output_len: Annotated[
-            str | None, typer.Option(help="Output tokens, same forms [default: 128, or trace]")
+            str | None,
+            typer.Option(help=escape("Output tokens, same forms [default: 128, or trace]")),
         ] = None,
         max_output: Annotated[
             int | None,
             typer.Option(
-                help="Output cap (max_tokens) a contiguous KV reserves [default: the "
-                "distribution's longest]"
+                help=escape("Output cap (max_tokens) a contiguous KV reserves [default: the "
+                            "distribution's longest]")
             ),
         ] = None,
         shared_prefix: Annotated[
@@ -392,8 +395,8 @@ def _sweep(
         if not as_json:
             verdict = "meets" if row["passes"] else "misses"
             err_console.print(
-                f"rate {row['rate_per_s']:.4g} req/s: {verdict} the SLO "
-                f"({row['slo_attainment']:.1%})",
+                f"rate {fmt_rate(row['rate_per_s'], 'req/s')}: {verdict} the SLO "
+                f"({fmt_percent(row['slo_attainment'], 1)})",
                 highlight=False,
             )
 
@@ -408,12 +411,13 @@ def _sweep(
         table.add_column(col, justify="right")
     for row in sorted(found.runs, key=lambda r: r["rate_per_s"]):
         table.add_row(
-            f"{row['rate_per_s']:.4g}",
+            significant(row["rate_per_s"], 4),
             "yes" if row["passes"] else "no",
-            f"{row['slo_attainment']:.1%}",
-            f"{row['goodput_requests_per_s']:.3g}",
+            fmt_percent(row["slo_attainment"], 1),
+            significant(row["goodput_requests_per_s"]),
             fmt_time(row["ttft_p90_s"]) if row["ttft_p90_s"] is not None else "-",
             fmt_time(row["tpot_p90_s"]) if row["tpot_p90_s"] is not None else "-",
         )
     console.print(table)
-    console.print(f"highest rate meeting the SLO: {found.rate_per_s:.4g} req/s", highlight=False)
+    console.print(f"highest rate meeting the SLO: {fmt_rate(found.rate_per_s, 'req/s')}",
+                  highlight=False)

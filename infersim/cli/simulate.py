@@ -29,7 +29,7 @@ from infersim.cli.common import (
 )
 from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.simulator.defaults import DEFAULT_ENGINE
-from infersim.units import fmt_bytes, fmt_time, si
+from infersim.units import fmt_bytes, fmt_energy, fmt_percent, fmt_time, si, significant
 
 if TYPE_CHECKING:
     from infersim.arch_models import Chip
@@ -40,24 +40,49 @@ if TYPE_CHECKING:
     from infersim.workloads.ops import OpBase
 
 
-def _print_phase(cost: PhaseCost, top: int) -> None:
+def display(cost: PhaseCost, operators: bool = False) -> dict[str, str]:
+    """The human-readable companion of a step's JSON: its headline figures written with units
+    (the table's words: TTFT or TPOT and tokens/s for a model step, latency and inferences/s
+    for an operator list)."""
+    out: dict[str, str] = {}
+    if operators:
+        out["latency"] = fmt_time(cost.latency_s)
+        out["inferences/s"] = significant(1 / cost.latency_s if cost.latency_s else 0.0)
+    else:
+        name = "TTFT" if cost.phase == "prefill" else "TPOT"
+        out[name] = fmt_time(cost.ttft_s or cost.tpot_s or 0.0)
+        out["tokens/s"] = significant(cost.tokens_per_s)
+    out["energy"] = fmt_energy(cost.energy_j)
+    if not operators:
+        out["energy/token"] = fmt_energy(cost.energy_per_token_j)
+    out["FLOPs"] = si(cost.flops, "FLOP")
+    out["DRAM traffic"] = fmt_bytes(cost.dram_bytes)
     mem = cost.memory
-    title = f"{plain(cost.model)} on {plain(cost.chip)}: {cost.phase}, batch {cost.batch}"
+    out["memory"] = f"{fmt_bytes(mem.total_bytes)} of {fmt_bytes(mem.capacity_bytes)}"
+    out["fits"] = "yes" if cost.memory.fits else "no"
+    return out
+
+
+def _print_phase(cost: PhaseCost, top: int, operators: bool = False) -> None:
+    """The step's tables; ``operators``: a user operator list (latency and inferences per
+    second: it has no tokens)."""
+    mem = cost.memory
+    what = "one pass" if operators else f"{cost.phase}, batch {cost.batch}"
+    title = f"{plain(cost.model)} on {plain(cost.chip)}: {what}"
     if cost.techniques != "baseline":
         title += f", {plain(cost.techniques)}"
     head = Table(title=title)
     head.add_column("metric")
     head.add_column("value", justify="right")
-    latency_name = "TTFT" if cost.phase == "prefill" else "TPOT"
-    head.add_row(latency_name, fmt_time(cost.ttft_s or cost.tpot_s or 0.0))
-    head.add_row("tokens/s", f"{cost.tokens_per_s:,.1f}")
-    head.add_row("FLOPs", si(cost.flops, "FLOP"))
-    head.add_row("DRAM traffic", fmt_bytes(cost.dram_bytes))
-    head.add_row("energy", f"{cost.energy_j:.3g} J")
-    head.add_row(
-        "weights / KV / activations",
-        " / ".join(fmt_bytes(b) for b in (mem.weights_bytes, mem.kv_bytes, mem.activation_bytes)),
-    )
+    shown = display(cost, operators)
+    for key in ("TTFT", "TPOT", "latency", "tokens/s", "inferences/s", "FLOPs", "DRAM traffic",
+                "energy", "energy/token"):
+        if key in shown:
+            head.add_row(key, shown[key])
+    parts = ({"weights": mem.weights_bytes, "activations": mem.activation_bytes} if operators
+             else {"weights": mem.weights_bytes, "KV": mem.kv_bytes,
+                   "activations": mem.activation_bytes})
+    head.add_row(" / ".join(parts), " / ".join(fmt_bytes(b) for b in parts.values()))
     fits = (
         "yes"
         if mem.fits
@@ -89,12 +114,12 @@ def _print_phase(cost: PhaseCost, top: int) -> None:
         table.add_row(
             plain(c.name),
             c.kind,
-            str(c.count),
+            f"{c.count:,}",
             si(c.flops, ""),
             fmt_bytes(c.dram_bytes),
             *((fmt_bytes(c.onchip_bytes),) if onchip else ()),
             fmt_time(c.total_time_s),
-            f"{share:.1%}",
+            fmt_percent(share, 1),
             c.bound,
         )
     console.print(table)
@@ -117,7 +142,7 @@ def _print_ways_out(cost: PhaseCost) -> None:
             plain(way.techniques or "baseline"),
             str(c.chips),
             fmt_time(c.ttft_s or c.tpot_s or 0.0),
-            f"{c.tokens_per_s:,.1f}",
+            significant(c.tokens_per_s),
             f"{fmt_bytes(c.memory.total_bytes)} / {fmt_bytes(c.memory.capacity_bytes)}",
             c.bound,
         )
@@ -201,10 +226,16 @@ def simulate_cmd(
             except OSError as exc:
                 reason = exc.strerror or exc
                 raise InfersimError(f"--trace {trace}: cannot write ({reason})") from None
+    operators = workload is not None
     if as_json:
-        print_json(cost.to_dict())
+        doc = cost.to_dict()
+        if operators:  # no tokens: one pass of the operator list
+            doc.update(ttft_s=None, tokens_per_s=None, energy_per_token_j=None,
+                       inferences_per_s=1 / cost.latency_s if cost.latency_s else 0.0)
+        doc["display"] = display(cost, operators)
+        print_json(doc)
     else:
-        _print_phase(cost, top)
+        _print_phase(cost, top, operators)
     if trace is not None:
         (err_console if as_json else console).print(
             f"trace: {len(timeline.spans)} spans of one repetition of each operator -> {trace}",
@@ -239,14 +270,17 @@ def compare_rows(
     engine: str,
     dataflow: str = "best",
 ) -> list[dict[str, Any]]:
-    """One row per technique stack: memory, fit, latency, throughput, energy, speedup, bound.
-    A stack the chip cannot run gives a row with ``error`` instead of stopping the table."""
+    """One row per technique stack: memory, fit, latency, throughput, energy, speedup over the
+    first stack that runs (``baseline_fits``: whether that one fits the chip's memory), bound,
+    and ``display``, the figures as the table writes them. A stack the chip cannot run gives a
+    row with ``error`` instead of stopping the table."""
     from infersim.simulator.inference import simulate
     from infersim.workloads import load_model
 
     model_cfg = load_model(model_name)
     rows: list[dict[str, Any]] = []
     base_rate = None
+    base_fits = True
     for stack in stacks:
         try:
             cost = simulate(
@@ -263,6 +297,7 @@ def compare_rows(
             continue
         if base_rate is None:
             base_rate = cost.tokens_per_s
+            base_fits = cost.memory.fits
         latency = {"ttft_s": cost.ttft_s} if cost.phase == "prefill" else {"tpot_s": cost.tpot_s}
         rows.append(
             {
@@ -275,6 +310,7 @@ def compare_rows(
                 "tokens_per_s": cost.tokens_per_s,
                 "energy_per_token_j": cost.energy_per_token_j,
                 "speedup": cost.tokens_per_s / base_rate if base_rate else None,
+                "baseline_fits": base_fits,
                 "bound": cost.bound,
                 "notes": list(cost.notes),
             }
@@ -319,6 +355,16 @@ def compare(
         for stack in stacks:
             parse_stack(stack)  # every token checked before any simulation
         rows = compare_rows(the_chip, model, scenario, stacks, engine, dataflow)
+    for r in rows:
+        if "error" not in r:
+            r["display"] = {
+                "weights": fmt_bytes(r["weights_bytes"]), "KV": fmt_bytes(r["kv_bytes"]),
+                **{k: fmt_time(r[v]) for k, v in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
+                   if v in r},
+                "tokens/s": significant(r["tokens_per_s"]),
+                "energy/token": fmt_energy(r["energy_per_token_j"]),
+                "speedup": f"{significant(r['speedup'])}x" if r["speedup"] else "–",
+            }
     if as_json:
         print_json(rows)
         return
@@ -346,12 +392,20 @@ def compare(
             fmt_bytes(r["kv_bytes"]),
             "yes" if r["fits"] else "[bold red]no[/]",
             fmt_time(r.get("ttft_s") or r.get("tpot_s") or 0.0),
-            f"{r['tokens_per_s']:,.1f}",
-            f"{r['energy_per_token_j']:.3g}",
-            f"{r['speedup']:.2f}x",
+            significant(r["tokens_per_s"]),
+            significant(r["energy_per_token_j"]),
+            r["display"]["speedup"],
             r["bound"],
         )
     console.print(table)
+    base = next((r for r in rows if "error" not in r), None)
+    if base is not None and not base["fits"]:
+        console.print(
+            f"note: the baseline {plain(base['technique'])} does not fit in one chip's memory "
+            f"({fmt_bytes(base['weights_bytes'] + base['kv_bytes'])} of weights and KV): the "
+            "speedups compare with a step that one chip cannot hold",
+            style="bold red", highlight=False,
+        )
     for r in rows:
         for note in r.get("notes", []):
             console.print(f"note ({r['technique']}): {note}", markup=False, highlight=False)
@@ -384,7 +438,8 @@ def demo() -> None:
     ]
     table = Table(title="llama-3-8b (bf16) on h100-sxm — analytic engine (mapped GEMMs)")
     for col in ("step", "latency", "tokens/s", "bound (time share)", "memory", "fits"):
-        table.add_column(col)
+        table.add_column(col, justify="left" if col in ("step", "bound (time share)")
+                         else "right")
     for label, run in runs:
         cost = run()
         shares = cost.time_by_bound()
@@ -392,8 +447,8 @@ def demo() -> None:
         table.add_row(
             label,
             fmt_time(cost.latency_s),
-            f"{cost.tokens_per_s:,.0f}",
-            f"{main} ({shares[main] / cost.latency_s:.0%})",
+            significant(cost.tokens_per_s),
+            f"{main} ({fmt_percent(shares[main] / cost.latency_s)})",
             fmt_bytes(cost.memory.total_bytes),
             "yes" if cost.memory.fits else "no",
         )

@@ -25,6 +25,7 @@ _EXPORTS = {
     "parse_spec": "infersim.explorer.spec",
     "SweepSummary": "infersim.explorer.sweep",
     "run_sweep": "infersim.explorer.sweep",
+    "best_first": "infersim.explorer.pareto",
     "front": "infersim.explorer.pareto",
     "pareto": "infersim.explorer.pareto",
     "write_report": "infersim.explorer.report",

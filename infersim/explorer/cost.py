@@ -8,6 +8,12 @@ and per byte, from ``chip.energy``) times a rate, plus static power (the chip's
 ``energy.static_power_w`` when it sets one, else leakage per mm²). Unit cost is die cost
 (wafer cost, dies per wafer, Poisson yield) plus DRAM and packaging. Every constant lives in
 :data:`CONSTANTS` with its unit and source.
+
+**Published figures first.** A chip whose description publishes its die area, TDP or price
+(``spec:`` in its YAML, with sources) is recorded with those (:func:`chip_figures`); the
+estimate fills only what is not published, and a variant of a described chip scales its
+published figures by the estimate. Note that a real chip's price includes the vendor's margin,
+while the estimated unit cost of a design is what it costs to make.
 """
 
 from __future__ import annotations
@@ -222,4 +228,62 @@ def estimate(chip: Chip) -> DesignCost:
         peak_power_w=peak_power_w(chip, static),
         cost_usd=unit_cost_usd(chip, area),
         area_by_part_mm2=parts,
+    )
+
+
+PUBLISHED_FIELDS: dict[str, str] = {
+    "area_mm2": "die_area_mm2",
+    "peak_power_w": "tdp_w",
+    "cost_usd": "price_usd",
+}
+"""Design figure → the :class:`~infersim.arch_models.chip.PublishedSpec` field that replaces
+the estimate when a chip's description publishes it."""
+
+
+@dataclass(frozen=True)
+class ChipFigures:
+    """The area (mm²), peak power (W), unit cost ($) and static power (W) a sweep records for
+    one design, and which of the first three are estimates rather than published figures."""
+
+    area_mm2: float
+    peak_power_w: float
+    cost_usd: float
+    static_power_w: float
+    estimated: tuple[str, ...]
+    model: DesignCost
+
+
+def chip_figures(chip: Chip, base: Chip | None = None) -> ChipFigures:
+    """The figures of ``chip``: its description's published die area, TDP and price
+    (``chip.spec``) where it has them, the cost model's :func:`estimate` elsewhere. A variant of
+    a described chip (``base``: the chip it was derived from) scales each published figure of
+    ``base`` by the ratio of the two estimates (an estimate, marked so). A published figure
+    its description lists in ``estimated`` stays marked as an estimate. Static power is the
+    cost model's (it belongs to the energy model, not to the published figures)."""
+    model = estimate(chip)
+    reference = base if base is not None else chip
+    spec = reference.spec
+    base_model = estimate(base) if base is not None else None
+    values: dict[str, float] = {}
+    estimated: list[str] = []
+    for name, field_name in PUBLISHED_FIELDS.items():
+        published = getattr(spec, field_name) if spec is not None else None
+        modeled = float(getattr(model, name))
+        if published is None:
+            values[name] = modeled
+            estimated.append(name)
+        elif base_model is None:
+            values[name] = float(published)
+            if spec is not None and field_name in spec.estimated:
+                estimated.append(name)
+        else:
+            values[name] = float(published) * modeled / float(getattr(base_model, name))
+            estimated.append(name)
+    return ChipFigures(
+        area_mm2=values["area_mm2"],
+        peak_power_w=values["peak_power_w"],
+        cost_usd=values["cost_usd"],
+        static_power_w=model.static_power_w,
+        estimated=tuple(estimated),
+        model=model,
     )

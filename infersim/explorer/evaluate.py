@@ -8,7 +8,9 @@ operation, so its results are equal to the last bit (a test checks it), and ever
 checked against ``simulate`` on its first design before it is used; a batch that disagrees falls
 back to the general path.
 
-Each row carries the metrics (seconds, tokens/s, joules, mm², W, $), the constraint verdict,
+Each row carries the metrics (seconds, tokens/s, joules, mm², W, $: a chip's published die
+area, TDP and price where its description has them, the cost model's estimates elsewhere, named
+in ``estimated_figures``), the constraint verdict,
 the chip's roofline ceilings, and (``record_ops``) the per-operator costs a report plots, so
 reports never re-simulate.
 """
@@ -29,7 +31,7 @@ import pyarrow as pa
 from infersim import __version__, dtypes
 from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError
-from infersim.explorer.cost import DesignCost, estimate
+from infersim.explorer.cost import ChipFigures, chip_figures
 from infersim.explorer.metrics import Constraint
 from infersim.explorer.space import DesignSpace, Point
 from infersim.explorer.spec import SweepSpec, WorkloadCase
@@ -76,8 +78,8 @@ BASE_COLUMNS: dict[str, pa.DataType] = {
     "capacity_bytes": _F64, "fits": _BOOL, "chips_needed": _I64, "chips": _I64,
     "bound": _STR, **{f"time_{b}_s": _F64 for b in BOUNDS},
     "area_mm2": _F64, "static_power_w": _F64, "power_w": _F64, "peak_power_w": _F64,
-    "cost_usd": _F64, "tokens_per_s_per_mm2": _F64, "tokens_per_s_per_w": _F64,
-    "tokens_per_s_per_dollar": _F64,
+    "cost_usd": _F64, "estimated_figures": _STR, "tokens_per_s_per_mm2": _F64,
+    "tokens_per_s_per_w": _F64, "tokens_per_s_per_dollar": _F64,
     "compute_dtype": _STR, "peak_flops": _F64, "dram_bandwidth_bytes_per_s": _F64,
     "freq_hz": _F64, "feasible": _BOOL, "error": _STR, "notes": _STR,
 }
@@ -271,7 +273,7 @@ class _ChipRates:
             elif needs_host:
                 self.error[i] = f"chip {chip.name!r} has no host_link; offload needs one"
                 self.host_bw[i] = math.nan
-            self.overhead[i] = cal.kernel_overhead_s
+            self.overhead[i] = chip.kernel_overhead_s
             self.freq[i] = chip.freq_hz
             self.vpj[i] = chip.energy.vector_pj_per_flop
             self.dpj[i] = chip.energy.dram_pj_per_byte
@@ -300,7 +302,7 @@ class Evaluator:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._chips: dict[str, Chip | str] = {}
-        self._costs: dict[str, DesignCost] = {}
+        self._costs: dict[str, ChipFigures] = {}
         self._graphs: dict[int, tuple[list[OpBase], MemoryReport]] = {}
 
     def chip(self, point: Point) -> Chip | str:
@@ -311,7 +313,8 @@ class Evaluator:
             try:
                 chip = base.with_(**design.changes()) if design.overrides else base
                 self._chips[design.key] = chip
-                self._costs[design.key] = estimate(chip)
+                self._costs[design.key] = chip_figures(chip,
+                                                       base if design.overrides else None)
             except InfersimError as exc:
                 self._chips[design.key] = str(exc)
         return self._chips[design.key]
@@ -500,6 +503,7 @@ class Evaluator:
             "power_w": power,
             "peak_power_w": design.peak_power_w,
             "cost_usd": design.cost_usd,
+            "estimated_figures": ",".join(design.estimated) or None,
             "tokens_per_s_per_mm2": tps / (design.area_mm2 * chips),
             "tokens_per_s_per_w": tps / power if power else None,
             "tokens_per_s_per_dollar": tps / (design.cost_usd * chips),

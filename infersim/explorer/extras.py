@@ -6,14 +6,19 @@
   chip's ``array.supported_dataflows`` says what its hardware runs; this table asks what another
   dataflow would buy): cycles, and energy and traffic by memory level, summed
   over the workload's systolic-array operators. Present when the dataflow package is.
-- ``serving``: per-request latencies of the spec's serving runs (one per base chip × model).
+- ``serving``: per-request latencies of the spec's serving runs (one per base chip × model),
+  and one ``error`` row per run that could not start (a model that does not fit the chip).
 - ``timeline``: the event engine's spans of one step per base chip, when the spec runs it.
+- ``chips``: each chip entry's specification (cores, array, clock, peaks, memories), its
+  published die area, TDP and price with their sources, the cost model's estimates beside,
+  and its calibration: the report's "chips and assumptions" table.
 
 A new table is one function here and one entry in :data:`EXTRAS`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, get_args
 
@@ -107,17 +112,17 @@ def _serving_rows(
     model = space.cases[index].model
     assert model is not None
     config = ServingConfig.model_validate(runs.config)
+    label = f"{space.names[entry]} · {model.name}"
+    base = {"label": label, "chip": space.names[entry], "model": model.name}
     try:
         result = simulate_serving(space.bases[entry], model, config, techniques=runs.technique,
                                   engine=runs.engine)
-    except InfersimError:
-        return item, []  # e.g. no room for the KV cache on this chip: no curve
-    label = f"{space.names[entry]} · {model.name}"
+    except InfersimError as exc:  # e.g. no room for the KV cache on this chip: no curve
+        return item, [{**base, "metric": "error", "value_s": None, "error": str(exc)}]
     rows = []
     for metric in SERVING_METRICS:
         for value in result.requests[metric].dropna().tolist():
-            rows.append({"label": label, "chip": space.names[entry], "model": model.name,
-                         "metric": metric, "value_s": float(value)})
+            rows.append({**base, "metric": metric, "value_s": float(value), "error": None})
     return item, rows
 
 
@@ -127,7 +132,8 @@ SERVING_METRICS = ("ttft_s", "tpot_s", "e2e_s")
 
 def serving_table(ctx: Context, executor: Executor) -> pa.Table | None:
     """Per-request TTFT, TPOT and end-to-end latency (s) of the spec's serving runs, one run
-    per base chip × model; None when the spec asks for none."""
+    per base chip × model (a run that cannot start: one row of metric ``error`` with its
+    message); None when the spec asks for none."""
     if ctx.spec.serving is None:
         return None
     space = ctx.space
@@ -200,9 +206,58 @@ def timeline_table(ctx: Context, executor: Executor) -> pa.Table | None:
     return pa.table({c: [r[c] for r in rows] for c in rows[0]})
 
 
+def chips_table(ctx: Context, executor: Executor) -> pa.Table | None:
+    """One row per chip entry of the spec: what the chip is (cores, array, clock, dense peak
+    per dtype, SRAM, DRAM), its published die area, TDP and price (None where unpublished) with
+    which are estimates and their sources, the cost model's estimates of the same figures, its
+    calibration knobs (those that differ from the ideal machine) and its swept axes. JSON text
+    for the mappings."""
+    from infersim.explorer.cost import estimate
+
+    del executor  # a few chips: computed here
+    space = ctx.space
+    rows = []
+    for entry, chip in enumerate(space.bases):
+        spec = chip.spec
+        model = estimate(chip)
+        classes = list(chip.array.macs_per_pe_per_cycle)
+        rows.append({
+            "chip": space.names[entry],
+            "base_chip": chip.name,
+            "description": chip.description,
+            "source": chip.source,
+            "cores": chip.cores,
+            "array_rows": chip.array.rows,
+            "array_cols": chip.array.cols,
+            "freq_hz": chip.freq_hz,
+            "peak_flops": json.dumps({c: chip.peak_flops(c) for c in classes}),
+            "sram_bytes_per_core": float(chip.sram.capacity_bytes),
+            "shared_sram_bytes": float(chip.shared_sram.capacity_bytes)
+            if chip.shared_sram else None,
+            "dram_kind": chip.dram.kind,
+            "dram_capacity_bytes": float(chip.dram.capacity_bytes),
+            "dram_bandwidth_bytes_per_s": chip.dram.bandwidth_bytes_per_s,
+            "die_area_mm2": spec.die_area_mm2 if spec else None,
+            "tdp_w": spec.tdp_w if spec else None,
+            "price_usd": spec.price_usd if spec else None,
+            "estimated": json.dumps(list(spec.estimated) if spec else []),
+            "sources": json.dumps(dict(spec.sources) if spec else {}),
+            "model_area_mm2": model.area_mm2,
+            "model_peak_power_w": model.peak_power_w,
+            "model_cost_usd": model.cost_usd,
+            "calibration": json.dumps(chip.calibration.model_dump(mode="json",
+                                                                  exclude_defaults=True)),
+            "axes": json.dumps([d.key for d in space.dims[entry]]),
+        })
+    if not rows:
+        return None
+    return pa.table({c: [r[c] for r in rows] for c in rows[0]})
+
+
 EXTRAS: dict[str, Callable[[Context, Executor], pa.Table | None]] = {
     "dataflow": dataflow_table,
     "serving": serving_table,
     "timeline": timeline_table,
+    "chips": chips_table,
 }
 """Extra table name → the function that computes it (None: nothing to store)."""

@@ -14,39 +14,52 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from infersim.errors import ConfigError
+from infersim.units import MISSING, fmt_quantity, significant
 
 Sense = Literal["min", "max"]
 
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """One result column: its unit, the better direction and a label for axes and tables."""
+    """One result column: its unit, the better direction, a label for axes and captions and a
+    short header for table columns."""
 
     name: str
     unit: str
     sense: Sense
     label: str
+    header: str = ""
+
+    def format(self, value: float | None) -> str:
+        """``value`` written for a reader in this metric's unit
+        (:func:`infersim.units.fmt_quantity`: ``41.1 ms``, ``64,223 tok/s``, ``814 mm²``)."""
+        return fmt_quantity(value, self.unit)
 
 
 _TABLE: tuple[Metric, ...] = (
-    Metric("latency_s", "s", "min", "latency of the step"),
-    Metric("ttft_s", "s", "min", "time to first token (prefill)"),
-    Metric("tpot_s", "s", "min", "time per output token (decode)"),
-    Metric("tokens_per_s", "tokens/s", "max", "tokens per second"),
-    Metric("energy_j", "J", "min", "dynamic energy of the step"),
-    Metric("energy_per_token_j", "J/token", "min", "energy per token (dynamic + static)"),
-    Metric("tokens_per_s_per_mm2", "tokens/s/mm²", "max", "tokens per second per mm²"),
-    Metric("tokens_per_s_per_w", "tokens/s/W", "max", "tokens per second per watt"),
-    Metric("tokens_per_s_per_dollar", "tokens/s/$", "max", "tokens per second per dollar"),
-    Metric("area_mm2", "mm²", "min", "estimated die area"),
-    Metric("power_w", "W", "min", "estimated average power on this workload"),
-    Metric("peak_power_w", "W", "min", "estimated peak (TDP-like) power"),
-    Metric("cost_usd", "$", "min", "estimated unit cost"),
-    Metric("memory_bytes", "B", "min", "resident memory (weights + KV + activations)"),
-    Metric("chips_needed", "chips", "min", "chips whose DRAM holds the footprint"),
-    Metric("flops", "FLOP", "min", "FLOPs of the step"),
-    Metric("dram_bytes", "B", "min", "DRAM traffic of the step"),
-    Metric("fits", "", "max", "footprint fits in one chip's DRAM"),
+    Metric("latency_s", "s", "min", "latency of the step", "latency"),
+    Metric("ttft_s", "s", "min", "time to first token (prefill)", "TTFT"),
+    Metric("tpot_s", "s", "min", "time per output token (decode)", "TPOT"),
+    Metric("tokens_per_s", "tokens/s", "max", "tokens per second", "tokens/s"),
+    Metric("energy_j", "J", "min", "dynamic energy of the step", "energy"),
+    Metric("energy_per_token_j", "J/token", "min", "energy per token (dynamic + static)",
+           "energy/token"),
+    Metric("tokens_per_s_per_mm2", "tokens/s/mm²", "max", "tokens per second per mm²",
+           "tokens/s per mm²"),
+    Metric("tokens_per_s_per_w", "tokens/s/W", "max", "tokens per second per watt",
+           "tokens/s per W"),
+    Metric("tokens_per_s_per_dollar", "tokens/s/$", "max", "tokens per second per dollar",
+           "tokens/s per $"),
+    Metric("area_mm2", "mm²", "min", "die area", "area"),
+    Metric("power_w", "W", "min", "estimated average power on this workload", "power"),
+    Metric("peak_power_w", "W", "min", "peak power (TDP)", "TDP"),
+    Metric("cost_usd", "$", "min", "unit cost", "cost"),
+    Metric("memory_bytes", "B", "min", "resident memory (weights + KV + activations)", "memory"),
+    Metric("chips_needed", "chips", "min", "chips whose DRAM holds the footprint",
+           "chips needed"),
+    Metric("flops", "FLOP", "min", "FLOPs of the step", "FLOPs"),
+    Metric("dram_bytes", "B", "min", "DRAM traffic of the step", "DRAM traffic"),
+    Metric("fits", "", "max", "footprint fits in one chip's DRAM", "fits"),
 )
 
 METRICS: dict[str, Metric] = {m.name: m for m in _TABLE}
@@ -71,6 +84,26 @@ ALIASES: dict[str, str] = {
     "memory": "memory_bytes",
 }
 """Spellings a spec may use for a metric."""
+
+
+def header(metric: str) -> str:
+    """The column header of ``metric`` (its name when it is not a known metric)."""
+    m = METRICS.get(metric)
+    return m.header or m.label if m else metric
+
+
+def format_metric(metric: str, value: Any) -> str:
+    """``value`` of the result column ``metric`` written for a reader (units, significant
+    figures); a column that is not a known metric is written as three significant figures,
+    or as text."""
+    m = METRICS.get(metric)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if m is not None:
+        return m.format(None if value is None else float(value))
+    if isinstance(value, int | float):
+        return significant(float(value))
+    return MISSING if value is None else str(value)
 
 
 def metric_name(text: str) -> str:

@@ -1,5 +1,7 @@
 """The design space of a spec: axes as dimensions, designs (a base chip plus overrides) and
 points (a design × workload × technique stack × dataflow × engine), each with a stable key.
+A stack that cannot apply to a workload is not a point of it: speculative decoding has no
+meaning on a prefill step, so its stacks are left out of prefill (and operator-list) workloads.
 
 Keys are content hashes: a design's key hashes its base chip's full description (``Chip.key``)
 with the overrides applied to it; a point's key adds the workload's full description, the
@@ -111,10 +113,12 @@ _UNITS = (("_bytes_per_s", "B/s"), ("_bytes_per_cycle", "B/cycle"), ("_bytes", "
 
 def _short(key: str, value: Any) -> str:
     """``key=value`` with the unit suffix of the key moved onto the value (SI prefixes)."""
-    from infersim.units import si
+    from infersim.units import fmt_bytes_binary, si
 
     for suffix, unit in _UNITS:
         if key.endswith(suffix) and isinstance(value, int | float) and not isinstance(value, bool):
+            if unit == "B" and value >= 1024 and value % 1024 == 0:  # SRAM sizes: 4 MiB
+                return f"{key.removesuffix(suffix)}={fmt_bytes_binary(float(value))}"
             return f"{key.removesuffix(suffix)}={si(float(value), unit)}"
     if isinstance(value, float):
         return f"{key}={value:.4g}"
@@ -152,6 +156,14 @@ class DesignSpace:
             for entry in spec.chips
         ]
         self.cases: list[WorkloadCase] = spec.cases()
+        speculative = [t for t in spec.techniques if _speculative(t)]
+        self.techniques: list[list[str]] = [
+            [t for t in spec.techniques if t not in speculative]
+            if speculative and (case.scenario is None or case.scenario.phase != "decode")
+            else list(spec.techniques)
+            for case in self.cases
+        ]
+        """Per workload case, the technique stacks it is swept with."""
 
     def design(self, entry: int, values: Iterable[Any]) -> Design:
         """The design of ``entry`` with its axes set to ``values`` (in axis order)."""
@@ -209,9 +221,13 @@ class DesignSpace:
         """Every point of ``design``: workloads × techniques × dataflows × engines."""
         out = []
         seq = start
-        for case, technique, (engine, dataflow) in itertools.product(
-            range(len(self.cases)), self.spec.techniques, self._engine_dataflows
-        ):
+        combos = [
+            (index, technique, pair)
+            for index in range(len(self.cases))
+            for technique in self.techniques[index]
+            for pair in self._engine_dataflows
+        ]
+        for case, technique, (engine, dataflow) in combos:
             key = self.point_key(design, case, technique, dataflow, engine)
             out.append(Point(seq, design, case, technique, dataflow, engine, key))
             seq += 1
@@ -227,7 +243,7 @@ class DesignSpace:
     @property
     def points_per_design(self) -> int:
         """Points each design expands to."""
-        return len(self.cases) * len(self.spec.techniques) * len(self._engine_dataflows)
+        return sum(map(len, self.techniques)) * len(self._engine_dataflows)
 
     def count_designs(self) -> int | None:
         """How many designs :meth:`designs` yields at most (None for optimize)."""
@@ -251,6 +267,13 @@ class DesignSpace:
             pts = self.points_of(design, seq)
             seq += len(pts)
             yield from pts
+
+
+def _speculative(stack: str) -> bool:
+    """Whether the technique stack ``stack`` decodes speculatively."""
+    from infersim.workloads.techniques import Speculate, parse
+
+    return any(isinstance(t, Speculate) for t in parse(stack).techniques)
 
 
 def _unique(names: list[str]) -> list[str]:

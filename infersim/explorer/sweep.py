@@ -5,8 +5,10 @@ a Parquet shard whenever ``flush_rows`` rows or ``flush_s`` seconds have gathere
 stays flat and a killed sweep loses at most the unflushed rows. With ``resume`` it skips every
 point whose key the store already holds. The ``optimize`` search runs scipy's differential
 evolution, one population per generation through the same executor and store. Progress goes to
-a ``progress(done, total)`` callback (the CLI draws it as a bar); without one the sweep is
-silent.
+a ``progress(done, total)`` callback (the CLI draws it as a bar) and the extra tables' names to
+``stage(name)`` as each starts; without them the sweep is silent. The summary's rate is points
+evaluated per minute of evaluation (the extra tables' time is reported apart), the figure a bar
+fed by ``progress`` shows too.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from infersim.explorer.store import ResultStore
 
 @dataclass(frozen=True)
 class SweepSummary:
-    """What a sweep did: points in the search, evaluated now, already stored, failed, seconds."""
+    """What a sweep did: points in the search, evaluated now, already stored, failed, and the
+    wall time in seconds: ``elapsed_s`` in all, ``evaluate_s`` of it evaluating points (the
+    rest: opening the store and workers, and the extra tables)."""
 
     directory: Path
     points: int
@@ -42,16 +46,27 @@ class SweepSummary:
     skipped: int
     errors: int
     elapsed_s: float
+    evaluate_s: float = 0.0
+
+    @property
+    def extras_s(self) -> float:
+        """Seconds not spent evaluating points (workers, store, the extra tables)."""
+        return max(self.elapsed_s - self.evaluate_s, 0.0)
 
     @property
     def points_per_min(self) -> float:
-        """Points evaluated per minute of wall time."""
-        return self.evaluated / self.elapsed_s * 60 if self.elapsed_s else 0.0
+        """Points evaluated per minute of evaluation (from the first progress report, when the
+        workers have started, to the last result): what a progress bar shows."""
+        seconds = self.evaluate_s or self.elapsed_s
+        return self.evaluated / seconds * 60 if seconds else 0.0
 
 
 SweepProgress = Callable[[int, int | None], None]
 """Called with (points done, points in the search or None when not known): once when the
 workers have started, then as results arrive."""
+
+SweepStage = Callable[[str], None]
+"""Called with the name of each extra table as its computation starts (after the points)."""
 
 
 def _chunks(points: Iterable[Point], size: int) -> Iterator[list[Point]]:
@@ -96,9 +111,11 @@ def run_sweep(
     flush_rows: int = 5_000,
     flush_s: float = 2.0,
     progress: SweepProgress | None = None,
+    stage: SweepStage | None = None,
 ) -> SweepSummary:
     """Evaluate every point of ``spec`` into the result store at ``directory``; ``progress``, if
-    given, is called with (points done, total) as results arrive (:data:`SweepProgress`).
+    given, is called with (points done, total) as results arrive (:data:`SweepProgress`), and
+    ``stage`` with each extra table's name as it starts (:data:`SweepStage`).
 
     Raises:
         ConfigError: the spec has more than :data:`MAX_SWEEP_POINTS` points; the folder
@@ -129,13 +146,29 @@ def run_sweep(
             executor = LocalExecutor(1 if small else default_workers())
         size = chunk_size or _chunk_size(total, executor.workers, space.points_per_design)
         executor.open(ctx)  # workers start before the first progress report (a bar's thread)
+        clock = _Clock()
         try:
-            skipped = _run(ctx, store, executor, writer, size, done, total, progress)
+            skipped = _run(ctx, store, executor, writer, size, done, total, progress, stage,
+                           clock)
         finally:
             executor.close()
     points = writer.written + skipped
     return SweepSummary(out, points, writer.written, skipped, writer.errors,
-                        time.perf_counter() - start)
+                        time.perf_counter() - start, clock.seconds)
+
+
+class _Clock:
+    """Seconds between its ``start`` and ``stop`` (the evaluation of the points)."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.seconds = 0.0
+
+    def start(self) -> None:
+        self.started = time.perf_counter()
+
+    def stop(self) -> None:
+        self.seconds = time.perf_counter() - self.started
 
 
 MAX_SWEEP_POINTS = 10_000_000
@@ -183,7 +216,8 @@ SMALL_SWEEP_POINTS = 2000
 
 
 def _run(ctx: Context, store: ResultStore, executor: Executor, writer: _Writer, size: int,
-         done: set[str], total: int | None, progress: SweepProgress | None) -> int:
+         done: set[str], total: int | None, progress: SweepProgress | None,
+         stage: SweepStage | None, clock: _Clock) -> int:
     """Evaluate the missing points, then the extras; returns points skipped as stored."""
     spec, space = ctx.spec, ctx.space
     skipped = 0
@@ -203,6 +237,7 @@ def _run(ctx: Context, store: ResultStore, executor: Executor, writer: _Writer, 
             else:
                 yield p
 
+    clock.start()
     advance(0)
     for table in run_points(executor, ctx, _chunks(todo(space.points()), size)):
         writer.add(table)
@@ -210,8 +245,11 @@ def _run(ctx: Context, store: ResultStore, executor: Executor, writer: _Writer, 
     if isinstance(spec.search, OptimizeSearch):
         skipped += _optimize(ctx, store, executor, writer, size, advance)
     writer.flush()
+    clock.stop()
     for name, fn in EXTRAS.items() if spec.extras else ():
         if not store.has_extra(name):
+            if stage is not None:
+                stage(name)
             extra = fn(ctx, executor)
             if extra is not None:
                 store.write_extra(name, extra)

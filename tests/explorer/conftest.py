@@ -25,7 +25,7 @@ TINY: dict[str, Any] = {
         {"model": "tiny-test", "phase": ["decode", "prefill"], "prompt_len": 128,
          "context_len": 128},
     ],
-    "constraints": ["area_mm2 <= 300"],
+    "constraints": ["area_mm2 <= 900"],
     "objectives": ["tokens_per_s:max", "area_mm2:min"],
 }
 """13 designs (1 fixed + 2 × 3 swept... see the tests) × 2 workloads."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,10 @@ def test_sweep_then_pareto_then_report(spec_file: Path, tmp_path: Path):
     table = run("pareto", str(out), "--objectives", "latency:min,cost:min", "--by", "",
                 "--all", "--csv", str(tmp_path / "ranked.csv"))
     assert table.exit_code == 0 and "Pareto front" in table.stdout
+    # human headers and figures with units, never 1.2e-05 or raw column names
+    assert not re.search(r"\d[eE][+-]?\d", table.stdout), table.stdout
+    assert "latency_s" not in table.stdout and "cost_usd" not in table.stdout
+    assert "latency (lower is better)" in flat(table.stdout) and " µs" in table.stdout
     assert "pareto_rank" in (tmp_path / "ranked.csv").read_text().splitlines()[0]
 
     page = tmp_path / "r.html"

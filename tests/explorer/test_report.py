@@ -3,6 +3,7 @@ that appear only when their data exists, and static export."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -35,7 +36,7 @@ def results(tmp_path_factory) -> Path:
         "workloads": [{"model": "tiny-test", "label": f"tiny {EVIL}",
                        "phase": ["decode", "prefill"]}],
         "techniques": ["baseline", "int8-weight", "int8-weight+kv-int8"],
-        "constraints": ["area_mm2 <= 300"],
+        "constraints": ["area_mm2 <= 900"],
     }
     out = tmp_path_factory.mktemp("results")
     run_sweep(parse_spec(doc), out, executor=LocalExecutor(1))
@@ -92,8 +93,13 @@ def test_waterfall_follows_the_spec_order(results: Path):
     data = ReportData.load(results)
     (fig,) = technique_waterfall(data)
     trace = fig.figure.data[0]
-    assert list(trace.x) == ["baseline", "int8-weight", "int8-weight+kv-int8", "final"]
+    # a stack that extends the previous one is labeled by what it adds; the hover names it all
+    assert list(trace.x) == ["baseline", "int8-weight", "+kv-int8", "all applied"]
+    assert [row[0] for row in trace.customdata][:3] == ["baseline", "int8-weight",
+                                                       "int8-weight+kv-int8"]
     assert list(trace.measure) == ["absolute", "relative", "relative", "total"]
+    layout = fig.figure.layout
+    assert layout.xaxis.tickangle == -30 and layout.xaxis.automargin
     data.rows = data.rows[data.rows["technique"] == "baseline"]
     assert technique_waterfall(data) == []
 
@@ -138,11 +144,21 @@ def test_serving_runs_feed_the_latency_cdfs(tmp_path: Path):
     run_sweep(parse_spec(doc), tmp_path / "r", executor=LocalExecutor(1))
     data = ReportData.load(tmp_path / "r")
     table = data.extras["serving"]
-    assert set(table["metric"]) == {"ttft_s", "tpot_s", "e2e_s"}
-    # 8 GB of LPDDR holds no KV cache next to 8 GB of int8 weights: no curve for the edge NPU
-    assert set(table["label"]) == {"h100-sxm · llama-3-8b", "tpu-v4 · llama-3-8b"}
-    assert (table.groupby(["label", "metric"]).size() == 40).all()
-    assert [f.id for f in serving_cdfs(data)] == ["serving-cdf"]
+    curves = table[table["metric"] != "error"]
+    assert set(curves["metric"]) == {"ttft_s", "tpot_s", "e2e_s"}
+    # 8 GB of LPDDR holds no KV cache next to 8 GB of int8 weights: no curve for the edge NPU,
+    # and the table says why instead of leaving it out
+    assert set(curves["label"]) == {"h100-sxm · llama-3-8b", "tpu-v4 · llama-3-8b"}
+    assert (curves.groupby(["label", "metric"]).size() == 40).all()
+    (failed,) = table[table["metric"] == "error"].itertuples()
+    assert failed.label == "edge-npu · llama-3-8b" and failed.error
+    (fig,) = serving_cdfs(data)
+    assert fig.id == "serving-cdf"
+    # the caption states the workload and the pair without a curve
+    for words in ("Poisson arrivals at 5 requests/s", "40 requests", "prompts 512 tokens",
+                  "outputs 128 tokens", "continuous batching", "paged KV cache",
+                  "technique int8-weight", "No curve for: edge-npu · llama-3-8b ("):
+        assert words in fig.caption, (words, fig.caption)
 
 
 def test_event_engine_sweeps_record_a_timeline(tmp_path: Path):
@@ -202,3 +218,47 @@ def test_best_designs_name_the_bound_each_design_hits(results: Path):
     assert bound == max(times, key=times.__getitem__) == best["bound"]
     assert int(percent[:-1]) == int(100 * times[bound] / sum(times.values()) + 1e-9)
     assert f"{bound} {percent}</td>" in table
+
+
+SCIENTIFIC = re.compile(r"\d(?:\.\d+)?[eE][+-]?\d")
+"""``6.422e+04``: what no table cell, hover text or legend may show."""
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    if hasattr(value, "tolist"):
+        return _strings(value.tolist())
+    return []
+
+
+def test_tables_and_hover_texts_write_figures_with_units(results: Path, tmp_path: Path):
+    text = write_report(results, tmp_path / "r.html").path.read_text()
+    page = re.sub(r"<script.*?</script>", "", text[text.index("<body>"):], flags=re.S)
+    assert not SCIENTIFIC.search(page), SCIENTIFIC.search(page)
+    for raw in ("tokens_per_s", "area_mm2", "cost_usd", "latency_s"):  # human headers
+        assert f"<th>{raw}</th>" not in page
+    assert "<th>tokens/s</th>" in page and " tok/s</td>" in page and " mm²" in page
+    for fig in build_figures(ReportData.load(results)):
+        for trace in fig.figure.data:
+            shown = [trace.name, getattr(trace, "hovertemplate", None),
+                     *_strings(getattr(trace, "customdata", None))]
+            for item in (s for s in shown if isinstance(s, str)):
+                assert not SCIENTIFIC.search(item), (fig.id, item)
+
+
+def test_chips_and_assumptions(results: Path, tmp_path: Path):
+    text = write_report(results, tmp_path / "r.html").path.read_text()
+    section = text[text.index('id="chips"'):text.index("</section>", text.index('id="chips"'))]
+    # the H100's published figures, the estimated price marked, the sources listed
+    assert "814 mm²" in section and "700 W" in section and "≈&#8239;$28,000" in section
+    assert "sources of the published figures" in section and "whitepaper" in section
+    # a swept variant of TPU v4 names its axes; the assumptions name engine and formats
+    assert "swept: array.rows,array.cols" in section
+    for words in ("Engine:", "analytic", "Number formats: weights bf16, activations bf16",
+                  "Calibration:", "price includes the vendor"):
+        assert words in section, words

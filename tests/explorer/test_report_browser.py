@@ -1,5 +1,6 @@
 """The default report in headless Chromium: no JavaScript errors, every figure drawn with data,
-and non-background pixels inside every figure's area of a screenshot."""
+no two labels of a figure drawn over each other (tick labels, axis and subplot titles, legend
+entries), and non-background pixels inside every figure's area of a screenshot."""
 
 from __future__ import annotations
 
@@ -40,9 +41,23 @@ PROBE_TAIL = """<script>addEventListener('load', () => setTimeout(() => {
             rendered: !!d._fullLayout, svg: d.querySelectorAll('svg.main-svg').length,
             x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height};
   });
+  const overlaps = [];  // pairs of a figure's labels whose boxes intersect (more than 2 px²)
+  for (const d of document.querySelectorAll('div.plotly-graph-div')) {
+    const labels = [...d.querySelectorAll('svg text')].filter(t => t.textContent.trim())
+      .map(t => ({text: t.textContent.trim(), box: t.getBoundingClientRect(),
+                  kind: (t.closest('g[class]') || t).getAttribute('class') || ''}))
+      .filter(l => l.box.width > 0 && l.box.height > 0);
+    for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
+      const a = labels[i].box, b = labels[j].box;
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 1 && h > 1 && w * h > 2)
+        overlaps.push([d.id, labels[i].kind, labels[i].text, labels[j].kind, labels[j].text]);
+    }
+  }
   const pre = document.createElement('pre');
   pre.id = '__probe';
-  pre.textContent = JSON.stringify({errors: __errors, figs: figs,
+  pre.textContent = JSON.stringify({errors: __errors, figs: figs, overlaps: overlaps,
                                     height: document.documentElement.scrollHeight});
   document.body.appendChild(pre);
 }, 300));</script>"""
@@ -105,6 +120,8 @@ def test_default_report_renders_in_chromium(default_report, tmp_path: Path):
         assert fig["rendered"] and fig["svg"] >= 1, fig
         assert fig["traces"] > 0 and fig["points"] > 0, fig
         assert fig["w"] > 300 and fig["h"] > 200, fig
+    # waterfall stacks, dataflow names, subplot titles, legends: nothing drawn over another
+    assert report["overlaps"] == [], report["overlaps"][:20]
 
     shot = tmp_path / "shot.png"
     height = int(report["height"]) + 50

@@ -37,7 +37,7 @@ def test_optimize_finds_designs_within_budget(tmp_path: Path):
             "dram.bandwidth_bytes_per_s": {"low": 0.3e12, "high": 6e12, "log": True},
         }}],
         "workloads": [{"model": "tiny-test", "phase": ["decode", "prefill"]}],
-        "constraints": ["area_mm2 <= 180"],
+        "constraints": ["area_mm2 <= 500"],  # TPU v4 variants scale its published 600 mm²
         "search": {"kind": "optimize", "maxiter": 6, "popsize": 5, "seed": 3},
         "engines": ["roofline"],  # the search is what is tested
     }
@@ -46,9 +46,9 @@ def test_optimize_finds_designs_within_budget(tmp_path: Path):
     df = load_results(tmp_path)
     assert df["key"].is_unique and first.evaluated == len(df)
     assert (df["axis.cores"] == df["axis.cores"].round()).all()
-    budget = parse_constraint("area_mm2 <= 180")
+    budget = parse_constraint("area_mm2 <= 500")
     feasible = df[df["feasible"]]
-    assert not feasible.empty and (feasible["area_mm2"] <= 180).all()
+    assert not feasible.empty and (feasible["area_mm2"] <= 500).all()
     best = feasible.groupby("design_key")["tokens_per_s"].apply(
         lambda s: s.prod() ** (1 / len(s))).max()
     everything = df.groupby("design_key")["tokens_per_s"].apply(

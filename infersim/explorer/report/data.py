@@ -104,7 +104,10 @@ class ReportData:
             return df.assign(pareto_rank=pd.Series(dtype="Int64"), pareto=False)
         objs = self.objectives
         feasible = df[df["feasible"].fillna(False).astype(bool)]
-        ranked = pareto(feasible, objs, by="workload") if not feasible.empty else feasible
+        if feasible.empty:  # nothing meets the constraints: nothing is ranked
+            return df.assign(pareto_rank=pd.Series(pd.NA, index=df.index, dtype="Int64"),
+                             pareto=False)
+        ranked = pareto(feasible, objs, by="workload")
         out = df.join(ranked[["pareto_rank", "pareto"]], how="left")
         out["pareto"] = out["pareto"].fillna(False).astype(bool)
         return out

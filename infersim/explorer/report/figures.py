@@ -3,7 +3,10 @@ figures it can draw from them (none when its data is absent — "when available"
 
 Every figure has an id, a title and a one-line caption saying what to read from it. Every
 user-supplied name (chips, workloads, designs, operators) is HTML-escaped before it reaches a
-label or hover text. A new figure is one function appended to :data:`FIGURES`.
+label or hover text. Hover texts and legends carry figures written by :mod:`infersim.units`
+(``41.1 ms``, ``64,223 tok/s``: never ``6.4e+04``), axes use SI prefixes, and axis labels make
+room for themselves (``automargin``). A new figure is one function appended to
+:data:`FIGURES`.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from infersim.explorer.metrics import METRICS
+from infersim.explorer.metrics import METRICS, format_metric, header
 from infersim.explorer.report.data import ReportData, dominant_bound, esc, log_axis
+from infersim.units import fmt_energy, fmt_time, si, significant
 
 MAX_POINTS_PER_TRACE = 4000
 """Dominated points drawn per workload in the Pareto figure (a deterministic sample beyond)."""
@@ -35,7 +39,7 @@ LEVEL_COLORS = {
 }
 """Memory levels, outer (dark) to inner (light); MACs grey."""
 
-DATAFLOW_COLORS = ("#08519c", "#3182bd", "#6baed6", "#9ecae1", "#c6dbef")
+DATAFLOW_COLORS = ("#08519c", "#3182bd", "#6baed6", "#9ecae1", "#c6dbef", "#54278f")
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "hexagon", "pentagon")
 
@@ -59,6 +63,21 @@ def _axis_title(metric: str) -> str:
     return f"{m.label} ({m.unit})" if m and m.unit else (m.label if m else esc(metric))
 
 
+def _written(values: pd.Series, metric: str) -> pd.Series:
+    """``values`` of result column ``metric`` as text with units (for hover texts)."""
+    return values.map(lambda v: format_metric(metric, v))
+
+
+def _marked(rows: pd.DataFrame, metric: str) -> pd.Series:
+    """``metric`` of each row as text, ``≈`` before it where the row's figure is an estimate."""
+    text = _written(rows[metric], metric)
+    if "estimated_figures" not in rows:
+        return text
+    flags = rows["estimated_figures"].fillna("").astype(str).str.split(",")
+    return pd.Series([f"≈{t}" if metric in f else t for t, f in zip(text, flags, strict=True)],
+                     index=rows.index)
+
+
 def _layout(fig: go.Figure, height: int = 460) -> go.Figure:
     fig.update_layout(
         template="plotly_white",
@@ -67,6 +86,8 @@ def _layout(fig: go.Figure, height: int = 460) -> go.Figure:
         legend={"font": {"size": 11}},
         hoverlabel={"align": "left"},
     )
+    fig.update_xaxes(automargin=True, exponentformat="SI extended")  # P, E: not 10^15
+    fig.update_yaxes(automargin=True, exponentformat="SI extended")
     return fig
 
 
@@ -103,12 +124,14 @@ def roofline(data: ReportData) -> list[Figure]:
                         "symbol": SYMBOLS[i % len(SYMBOLS)], "line": {"width": 0.5}},
                 customdata=np.column_stack([
                     part["name"].map(esc), part["kind"].map(esc), part["bound"],
-                    part["time_s"] * part["count"] * 1e3,
+                    (part["time_s"] * part["count"]).map(fmt_time),
+                    part["intensity"].map(significant), part["achieved_flops"].map(
+                        lambda v: si(v, "FLOP/s")),
                 ]),
                 hovertemplate=(
-                    "<b>%{customdata[0]}</b> (%{customdata[1]})<br>intensity %{x:.3g} FLOP/B"
-                    "<br>achieved %{y:.3g} FLOP/s<br>bound: %{customdata[2]}"
-                    "<br>time (all repeats) %{customdata[3]:.3g} ms<extra></extra>"
+                    "<b>%{customdata[0]}</b> (%{customdata[1]})<br>intensity %{customdata[4]} "
+                    "FLOP/B<br>achieved %{customdata[5]}<br>bound: %{customdata[2]}"
+                    "<br>time (all repeats) %{customdata[3]}<extra></extra>"
                 ),
             ))
         first = rows.iloc[0]
@@ -119,7 +142,7 @@ def roofline(data: ReportData) -> list[Figure]:
             dtype = rows.loc[rows["peak_flops"] == peak, "compute_dtype"].iloc[0]
             fig.add_trace(go.Scatter(
                 x=xs, y=np.minimum(peak, bw * xs), mode="lines",
-                name=f"roof ({esc(dtype)}: {peak:.3g} FLOP/s, {bw:.3g} B/s)",
+                name=f"roof ({esc(dtype)}: {si(peak, 'FLOP/s')}, {si(bw, 'B/s')})",
                 line={"color": "black", "width": 2, "dash": "solid" if j == 0 else "dot"},
                 hoverinfo="skip",
             ))
@@ -180,15 +203,17 @@ def pareto_front(data: ReportData) -> list[Figure]:
                 customdata=np.column_stack([
                     subset["chip"].map(esc), subset["design"].fillna("").map(esc),
                     subset["technique"].map(esc), subset["dataflow"].fillna("-").map(esc),
-                    subset["area_mm2"], subset["power_w"], subset["cost_usd"],
-                    subset["latency_s"] * 1e3, dominant_bound(subset).map(esc),
+                    _marked(subset, "area_mm2"), _written(subset["power_w"], "power_w"),
+                    _marked(subset, "cost_usd"), _written(subset["latency_s"], "latency_s"),
+                    dominant_bound(subset).map(esc), _marked(subset, y_obj.metric),
+                    _marked(subset, x_metric),
                 ]),
                 hovertemplate=(
                     "<b>%{customdata[0]}</b> %{customdata[1]}<br>technique %{customdata[2]}"
-                    " · dataflow %{customdata[3]}<br>" + _axis_title(y_obj.metric)
-                    + " %{y:.4g}<br>" + _axis_title(x_metric) + " %{x:.4g}<br>area "
-                    "%{customdata[4]:.0f} mm² · power %{customdata[5]:.0f} W · "
-                    "$%{customdata[6]:.0f}<br>latency %{customdata[7]:.3g} ms · bound "
+                    " · dataflow %{customdata[3]}<br>" + esc(header(y_obj.metric))
+                    + " %{customdata[9]}<br>" + esc(header(x_metric)) + " %{customdata[10]}"
+                    "<br>area %{customdata[4]} · power %{customdata[5]} · cost "
+                    "%{customdata[6]}<br>latency %{customdata[7]} · bound "
                     "%{customdata[8]}<extra></extra>"
                 ),
             ))
@@ -203,8 +228,9 @@ def pareto_front(data: ReportData) -> list[Figure]:
         title="Pareto front",
         caption=(
             f"Every design per workload ({better} {METRICS[y_obj.metric].label} is better; "
-            "× = breaks a constraint); the line joins the designs no other beats on all "
-            "objectives — choose along it by budget."
+            "× = breaks a constraint; ≈ in the hover text: an estimate, not a published "
+            "figure); the line joins the designs no other beats on all objectives — choose "
+            "along it by budget."
         ),
         figure=_layout(fig, 520),
     )]
@@ -236,7 +262,8 @@ def dataflow_comparison(data: ReportData) -> list[Figure]:
                 x=rows["workload"].map(esc), y=rows["total_cycles"], name=str(dataflow).upper(),
                 marker_color=DATAFLOW_COLORS[i % len(DATAFLOW_COLORS)], offsetgroup=f"d{i}",
                 legendgroup="cycles", legendgrouptitle_text="cycles",
-                hovertemplate="%{x}: %{y:.4g} cycles<extra>" + str(dataflow).upper()
+                customdata=rows["total_cycles"].map(lambda v: f"{v:,.0f}"),
+                hovertemplate="%{x}: %{customdata} cycles<extra>" + str(dataflow).upper()
                 + "</extra>",
             ), row=1, col=1)
         x = [workloads.tolist(), part["dataflow"].str.upper().tolist()]
@@ -246,8 +273,8 @@ def dataflow_comparison(data: ReportData) -> list[Figure]:
                 x=x, y=part[column] / best, name=level.replace("_", " "),
                 marker_color=LEVEL_COLORS.get(level), offsetgroup="energy",
                 legendgroup="energy", legendgrouptitle_text="energy",
-                customdata=part[column] * 1e-12,
-                hovertemplate=level + ": %{customdata:.3g} J (%{y:.2f}× the best total)"
+                customdata=(part[column] * 1e-12).map(fmt_energy),
+                hovertemplate=level + ": %{customdata} (%{y:.2f}× the best total)"
                 "<extra></extra>",
             ), row=2, col=1)
         # offset groups: one per dataflow on top (side by side), one stack below
@@ -272,7 +299,9 @@ def dataflow_comparison(data: ReportData) -> list[Figure]:
             fig.add_trace(go.Bar(
                 x=[part["chip"].map(esc).tolist(), part["workload"].map(esc).tolist()],
                 y=part["latency_s"] * 1e3, name=esc(str(dataflow).upper()),
-                marker_color=_color(i),
+                marker_color=_color(i), customdata=_written(part["latency_s"], "latency_s"),
+                hovertemplate="%{x}: %{customdata}<extra>" + esc(str(dataflow).upper())
+                + "</extra>",
             ))
         fig.update_yaxes(title="latency of the step (ms)", type="log")
         out.append(Figure(
@@ -314,8 +343,8 @@ def op_breakdown(data: ReportData, top: int = 9) -> list[Figure]:
         fig.add_trace(go.Bar(
             y=labels, x=part["share"] * 100, name=esc(op), orientation="h",
             marker_color=_color(i) if op != "other" else "#cccccc",
-            customdata=part["total_s"] * 1e3,
-            hovertemplate=esc(op) + ": %{x:.1f}% (%{customdata:.3g} ms)<extra>%{y}</extra>",
+            customdata=part["total_s"].map(fmt_time),
+            hovertemplate=esc(op) + ": %{x:.1f}% (%{customdata})<extra>%{y}</extra>",
         ))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title="share of the step's time (%)", range=[0, 100])
@@ -334,6 +363,14 @@ def op_breakdown(data: ReportData, top: int = 9) -> list[Figure]:
 # --- technique waterfall ---------------------------------------------------------------------
 
 
+def _step_label(stack: str, previous: str | None) -> str:
+    """A waterfall bar's label: what ``stack`` adds to the ``previous`` one (``+kv-fp8``) when
+    it extends it, else the whole stack."""
+    if previous and stack.startswith(previous + "+"):
+        return "+" + stack[len(previous) + 1:]
+    return stack
+
+
 def technique_waterfall(data: ReportData, max_workloads: int = 4) -> list[Figure]:
     """Tokens/s as the spec's technique stacks are applied in order, on the first chip that
     ran more than one stack (its representative design)."""
@@ -350,29 +387,43 @@ def technique_waterfall(data: ReportData, max_workloads: int = 4) -> list[Figure
                      if part["technique"].nunique() > 1][:max_workloads]
         if not workloads:
             continue
-        fig = make_subplots(rows=len(workloads), cols=1, vertical_spacing=0.12,
+        row_px = 330
+        height = row_px * len(workloads) + 60
+        spacing = min(150 / height, 0.9 / max(len(workloads) - 1, 1))  # room for the labels
+        fig = make_subplots(rows=len(workloads), cols=1, vertical_spacing=spacing,
                             subplot_titles=[esc(w) for w in workloads])
         for r, workload in enumerate(workloads, start=1):
             part = design[design["workload"] == workload].set_index("technique")
             present = [s for s in stacks if s in part.index]
             values = [float(part.loc[s, "tokens_per_s"]) for s in present]
             deltas = [values[0]] + [b - a for a, b in itertools.pairwise(values)]
+            labels = [_step_label(s, p) for s, p in zip(present, [None, *present], strict=False)]
+            written = [format_metric("tokens_per_s", v) for v in values]
+            changes = [written[0]] + [("+" if d >= 0 else "−") + format_metric(
+                "tokens_per_s", abs(d)) for d in deltas[1:]]
             fig.add_trace(go.Waterfall(
-                x=[esc(s) for s in present] + ["final"],
+                x=[esc(label) for label in labels] + ["all applied"],
                 y=[*deltas, 0], measure=["absolute"] + ["relative"] * (len(present) - 1)
                 + ["total"],
                 name=esc(workload), showlegend=False,
-                hovertemplate="%{x}: %{y:.4g} tokens/s<extra></extra>",
+                customdata=np.column_stack([
+                    [esc(s) for s in present] + [esc(present[-1])],
+                    [*changes, written[-1]], [*written, written[-1]],
+                ]),
+                hovertemplate="%{customdata[0]}<br>%{customdata[1]} → %{customdata[2]}"
+                "<extra></extra>",
             ), row=r, col=1)
             fig.update_yaxes(title="tokens/s", row=r, col=1)
+        fig.update_xaxes(tickangle=-30)
         return [Figure(
             id="technique-waterfall",
             title=f"Technique waterfall — {esc(chip)}",
             caption=(
-                "Tokens/s as each technique stack of the spec is applied in turn: each bar is "
-                "what that stack gains (or loses) over the previous one."
+                "Tokens/s as each technique stack of the spec is applied in turn (a label "
+                "starting with + is what that stack adds to the previous one): each bar is "
+                "what it gains or loses."
             ),
-            figure=_layout(fig, 300 * len(workloads) + 60),
+            figure=_layout(fig, height),
         )]
     return []
 
@@ -394,8 +445,11 @@ def event_timeline(data: ReportData) -> list[Figure]:
             fig.add_trace(go.Bar(
                 y=[esc(resource)] * len(part), x=(part["end_s"] - part["start_s"]) * 1e6,
                 base=part["start_s"] * 1e6, orientation="h", name=esc(resource),
-                marker_color=_color(i), customdata=part["label"].map(esc), showlegend=False,
-                hovertemplate="%{customdata}<br>%{base:.4g} µs + %{x:.3g} µs<extra></extra>",
+                marker_color=_color(i), showlegend=False,
+                customdata=np.column_stack([part["label"].map(esc), part["start_s"].map(fmt_time),
+                                            (part["end_s"] - part["start_s"]).map(fmt_time)]),
+                hovertemplate="%{customdata[0]}<br>from %{customdata[1]} for %{customdata[2]}"
+                "<extra></extra>",
             ))
         fig.update_xaxes(title="time (µs)")
         fig.update_yaxes(autorange="reversed")
@@ -410,31 +464,101 @@ def event_timeline(data: ReportData) -> list[Figure]:
     return out
 
 
+SERVING_TITLES = {"ttft_s": "time to first token", "tpot_s": "time per output token",
+                  "e2e_s": "end-to-end latency"}
+"""Per-request latencies of the serving table, as the CDF subplots name them."""
+
+
+def _length(dist: object) -> str:
+    kind = getattr(dist, "kind", None)
+    if kind == "fixed":
+        return f"{getattr(dist, 'tokens', 0):,} tokens"
+    if kind == "uniform":
+        return f"uniform {getattr(dist, 'lo', 0):,}–{getattr(dist, 'hi', 0):,} tokens"
+    if kind == "lognormal":
+        return (f"lognormal, median {significant(getattr(dist, 'median', 0.0), trim=True)} "
+                f"tokens, σ {significant(getattr(dist, 'sigma', 0.0), trim=True)}")
+    return "from the trace"
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def serving_workload(spec: dict[str, object]) -> str:
+    """The spec's serving runs in words: arrivals, requests, prompt and output lengths,
+    scheduler, KV manager, technique and engine (empty without serving runs)."""
+    runs = spec.get("serving")
+    if not isinstance(runs, dict):
+        return ""
+    try:
+        from infersim.simulator.serving import ServingConfig
+
+        config = ServingConfig.model_validate(runs.get("config") or {})
+    except Exception:  # a results folder of another build: say what is known
+        return f"technique {esc(runs.get('technique', 'baseline'))}"
+    w = config.workload
+    arrivals = w.arrivals
+    kind = getattr(arrivals, "kind", "")
+    rate = getattr(arrivals, "rate_per_s", None)
+    arriving = {"poisson": f"Poisson arrivals at {significant(rate, trim=True)} requests/s",
+                "fixed": f"one request every {fmt_time(1 / rate) if rate else '–'}",
+                "burst": "all requests at once", "trace": "arrivals from a trace"}.get(kind, kind)
+    requests = f"{w.requests:,} requests" if w.requests else "every request of the trace"
+    engine = runs.get("engine") or "the default engine"
+    return (f"{arriving}, {requests}, prompts {_length(w.prompt_len)}, outputs "
+            f"{_length(w.output_len)}; {esc(config.scheduler.kind)} batching, "
+            f"{esc(config.kv.kind)} KV cache; technique {esc(runs.get('technique', 'baseline'))}"
+            f", {esc(engine)} engine")
+
+
 def serving_cdfs(data: ReportData) -> list[Figure]:
     """Latency CDFs from the serving simulation (``serving`` extra table: ``label``,
-    ``metric``, ``value_s`` per request), when a sweep recorded one."""
+    ``metric``, ``value_s`` per request; a row of metric ``error`` names a chip/model pair
+    whose run could not start), when a sweep recorded one. The caption states the workload and
+    the pairs that do not fit."""
     table = data.extras.get("serving")
     if table is None or table.empty:
         return []
-    metrics = list(dict.fromkeys(table["metric"]))
-    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[esc(m) for m in metrics])
+    curves = table[table["metric"] != "error"]
+    if curves.empty:
+        return []
+    metrics = list(dict.fromkeys(curves["metric"]))
+    fig = make_subplots(rows=1, cols=len(metrics), shared_yaxes=True,  # one set of y labels
+                        horizontal_spacing=0.06,
+                        subplot_titles=[esc(SERVING_TITLES.get(m, m)) for m in metrics])
     for c, metric in enumerate(metrics, start=1):
-        for i, (label, part) in enumerate(table[table["metric"] == metric].groupby("label",
-                                                                                    sort=False)):
+        for i, (label, part) in enumerate(curves[curves["metric"] == metric].groupby(
+                "label", sort=False)):
             values = np.sort(part["value_s"].to_numpy(float))
+            fractions = np.arange(1, len(values) + 1) / len(values)
             fig.add_trace(go.Scatter(
-                x=values * 1e3, y=np.arange(1, len(values) + 1) / len(values), mode="lines",
+                x=values * 1e3, y=fractions, mode="lines",
                 name=esc(label), legendgroup=esc(label), showlegend=c == 1,
                 line={"color": _color(i)},
+                customdata=np.column_stack([[fmt_time(v) for v in values],
+                                            [f"{f:.0%}" for f in fractions]]),
+                hovertemplate=esc(label) + ": %{customdata[1]} of requests within "
+                "%{customdata[0]}<extra></extra>",
             ), row=1, col=c)
-        fig.update_xaxes(title="ms", type="log", row=1, col=c)
-    fig.update_yaxes(title="fraction of requests", range=[0, 1])
+        fig.update_xaxes(title="ms (log scale)", type="log", row=1, col=c)
+    fig.update_yaxes(range=[0, 1], tickformat=".0%")
+    fig.update_yaxes(title="fraction of requests", row=1, col=1)
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "yanchor": "top"})
+    failed = table[table["metric"] == "error"]
+    missing = ""
+    if not failed.empty:
+        reasons = failed["error"] if "error" in failed else pd.Series("", index=failed.index)
+        pairs = "; ".join(f"{esc(label)} ({esc(_clip(str(why or 'could not run')))})"
+                          for label, why in zip(failed["label"], reasons, strict=True))
+        missing = f" No curve for: {pairs}."
+    workload = serving_workload(data.spec)
     return [Figure(
         id="serving-cdf",
         title="Serving latency CDFs",
-        caption="Fraction of requests served within a latency: curves further left are faster, "
-                "and the top of each curve is the tail.",
-        figure=_layout(fig),
+        caption=(f"Fraction of requests served within a latency, for {workload}: curves "
+                 f"further left are faster, and the top of each curve is the tail.{missing}"),
+        figure=_layout(fig, 500),
     )]
 
 
@@ -450,9 +574,10 @@ def calibration_scatter(data: ReportData) -> list[Figure]:
         fig.add_trace(go.Scatter(
             x=part["measured_s"] * 1e6, y=part["predicted_s"] * 1e6, mode="markers",
             name=esc(subset), marker={"color": _color(i), "size": 8},
-            customdata=part["kernel"].map(esc),
-            hovertemplate="%{customdata}<br>measured %{x:.3g} µs<br>predicted %{y:.3g} µs"
-                          "<extra></extra>",
+            customdata=np.column_stack([part["kernel"].map(esc), part["measured_s"].map(fmt_time),
+                                        part["predicted_s"].map(fmt_time)]),
+            hovertemplate="%{customdata[0]}<br>measured %{customdata[1]}<br>predicted "
+                          "%{customdata[2]}<extra></extra>",
         ))
     lo = float(min(table["measured_s"].min(), table["predicted_s"].min()) * 1e6 / 2)
     hi = float(max(table["measured_s"].max(), table["predicted_s"].max()) * 1e6 * 2)

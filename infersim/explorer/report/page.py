@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Sequence
 
-import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from infersim import __version__
-from infersim.explorer.report.data import ReportData, dominant_bound, esc
+from infersim.explorer.metrics import format_metric, header, parse_constraint
+from infersim.explorer.report.data import ReportData, esc
 from infersim.explorer.report.figures import Figure
+from infersim.explorer.report.tables import assumptions, chips_table, summary_table, tie_rule
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -28,57 +28,39 @@ p.caption { margin: 0 0 6px; }
 nav a { margin-right: 14px; font-size: 0.9rem; }
 table { border-collapse: collapse; font-size: 0.8rem; margin: 8px 0 12px; }
 td.text { max-width: 330px; }
+span.src { color: #777; font-size: 0.75rem; }
+details { font-size: 0.8rem; color: #444; margin-bottom: 8px; }
+details li { margin: 2px 0; }
+section ul { font-size: 0.9rem; color: #333; }
 tr.group th { text-align: left; background: #f4f6f8; font-weight: 600; }
 th, td { border-bottom: 1px solid #e3e3e3; padding: 4px 10px; text-align: right; }
+td { white-space: nowrap; }
+td.text { white-space: normal; }
+td.label { text-align: left; }
 th:first-child, td:first-child, td.text { text-align: left; }
 section.figure { margin-bottom: 10px; }
 div.plot { width: 100%; }
 """
 
 
-def _fmt(value: object, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return esc(value)
+_OPS = {"<=": "≤", ">=": "≥", "==": "=", "!=": "≠", "<": "<", ">": ">"}
 
 
-def summary_table(data: ReportData, per_workload: int = 3) -> str:
-    """The best feasible designs per workload by the first objective, as an HTML table."""
-    df = data.ranked
-    if df.empty:
-        return "<p>No point evaluated without error.</p>"
-    goal = data.objectives[0]
-    columns = [goal.metric] + [m for m in ("latency_s", "tokens_per_s", "area_mm2", "power_w",
-                                           "cost_usd") if m != goal.metric]
-    with_dataflow = "dataflow" in df and df["dataflow"].notna().any()
-    idents = ["chip", "design", "technique"] + (["dataflow"] if with_dataflow else [])
-    head = "".join(f"<th>{esc(c)}</th>" for c in idents) + "".join(
-        f"<th>{esc(m)}</th>" for m in columns) + "<th>bound (time share)</th>"
-    bounds = dominant_bound(df)
-    body = []
-    for workload, part in df.groupby("workload", sort=False):
-        span = len(idents) + len(columns) + 1
-        body.append(f'<tr class="group"><th colspan="{span}">{esc(workload)}</th></tr>')
-        fits = part["fits"].fillna(False).astype(bool) if "fits" in part else True
-        feasible = part[part["feasible"].fillna(False).astype(bool) & fits]
-        best = feasible.sort_values(goal.metric, ascending=goal.sense == "min").head(per_workload)
-        if best.empty:
-            body.append(f'<tr><td colspan="{span}">no design meets every constraint</td></tr>')
-        for (_, row), bound in zip(best.iterrows(), bounds.loc[best.index], strict=True):
-            cells = [row["chip"], row["design"] or "", row["technique"]]
-            if with_dataflow:
-                cells.append(row["dataflow"] if pd.notna(row["dataflow"]) else "–")
-            text = "".join(f'<td class="text">{esc(c)}</td>' for c in cells)
-            values = "".join(f"<td>{_fmt(row[m])}</td>" for m in columns)
-            body.append(f'<tr>{text}{values}<td class="text">{esc(bound)}</td></tr>')
-        unfit = int((~part["fits"].fillna(False).astype(bool)).sum()) if "fits" in part else 0
-        if unfit:
-            body.append(f'<tr class="note"><td colspan="{span}">{unfit:,} of {len(part):,} '
-                        "points of this workload do not fit their chip's memory (left out; "
-                        "<code>infersim simulate</code> prices their ways out)</td></tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+def constraint_text(constraints: Sequence[str]) -> str:
+    """The spec's constraints for a reader: ``fits in memory, area ≤ 858 mm², power ≤ 700 W``
+    (a constraint that no longer parses is shown as written)."""
+    out = []
+    for text in constraints:
+        try:
+            c = parse_constraint(text)
+        except Exception:  # a results folder of another build
+            out.append(text)
+            continue
+        if c.metric == "fits":
+            out.append("fits in one chip's memory" if c.value is True else text)
+            continue
+        out.append(f"{header(c.metric)} {_OPS[c.op]} {format_metric(c.metric, c.value)}")
+    return ", ".join(out)
 
 
 def _counts(data: ReportData) -> str:
@@ -97,8 +79,9 @@ def _counts(data: ReportData) -> str:
 def render(data: ReportData, figures: Sequence[Figure], results_label: str | None = None) -> str:
     """The whole report as one HTML document (plotly.js inlined); the footer names the results
     folder (or ``results_label``)."""
-    constraints = data.spec.get("constraints") or []
-    objectives = ", ".join(str(o) for o in data.objectives)
+    constraints = constraint_text(data.spec.get("constraints") or [])
+    objectives = ", ".join(f"{header(o.metric)} ({'higher' if o.sense == 'max' else 'lower'} "
+                           "is better)" for o in data.objectives)
     sections = []
     for fig in figures:
         div = pio.to_html(
@@ -122,18 +105,25 @@ def render(data: ReportData, figures: Sequence[Figure], results_label: str | Non
 <header><h1>infersim design report — {esc(data.name)}</h1>
 <p class="meta">{esc(description)}</p>
 <p class="meta">{_counts(data)}<br>objectives: {esc(objectives)} · constraints:
-{esc(", ".join(constraints) or "none")}</p>
-<nav><a href="#summary">Best designs</a>{nav}</nav></header>
+{esc(constraints or "none")}</p>
+<nav><a href="#summary">Best designs</a><a href="#chips">Chips and assumptions</a>{nav}</nav>
+</header>
 <main>
 <section id="summary"><h2>Best designs</h2>
-<p class="caption">The best designs per workload by {esc(str(data.objectives[0]))} among those
-that meet every constraint, each with the bound that takes most of its step's time (compute:
-the array; memory: DRAM; sram: the shared SRAM feeding the cores; vector: the vector unit)
-and that bound's share.</p>{summary_table(data)}</section>
+<p class="caption">The best designs per workload among those that meet every constraint,
+{tie_rule(data)}; each with the bound that takes most of its step's time (compute: the array;
+memory: DRAM; sram: the shared SRAM feeding the cores; vector: the vector unit) and that
+bound's share. ≈ marks an estimate (see chips and assumptions).</p>{summary_table(data)}
+</section>
+<section id="chips"><h2>Chips and assumptions</h2>
+<p class="caption">What each chip of the sweep is, with the die area, TDP and price its
+description publishes (≈: an estimate; "cost model": none is published), and what every
+figure of this report assumes.</p>{chips_table(data)}{assumptions(data)}</section>
 {"".join(sections)}
 </main>
-<footer><p>infersim {esc(__version__)} · {when} · area, power and cost are estimates
-(constants and sources in infersim/explorer/cost.py) good for ranking designs, not sign-off
-figures. Results: {esc(results_label or data.directory)}</p></footer>
+<footer><p>infersim {esc(__version__)} · {when} · real chips' area, TDP and price are
+published figures (sources under chips and assumptions); custom designs' are estimates of the
+cost model (infersim/explorer/cost.py), good for ranking designs, not sign-off figures.
+Results: {esc(results_label or data.directory)}</p></footer>
 </body></html>
 """
