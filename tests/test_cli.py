@@ -52,7 +52,8 @@ def test_tables_render():
 
 def test_simulate_acceptance_command():
     result = run("simulate", "--chip", "h100-sxm", "--model", "llama-2-70b", "--phase", "decode",
-                 "--batch", "1", "--context", "128", "--weights-dtype", "fp16", "--json")
+                 "--batch", "1", "--context", "128", "--weights-dtype", "fp16",
+                 "--techniques", "cuda-graphs", "--json")  # graph launches, as servers decode
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert {"chip", "model", "phase", "batch", "latency_s", "tokens_per_s", "tpot_s", "memory",
@@ -136,10 +137,11 @@ def test_bad_files_exit_2(tmp_path: Path, flag, name, text, message):
 
 def test_compare_json_rows():
     result = run("compare", "--chip", "h100-sxm", "--model", "llama-2-70b", "--context", "128",
-                 "--techniques", "fp16,fp16+int8-weight,fp16+int4-awq+kv-fp8,fp16+tp=2", "--json")
+                 "--techniques", "fp16+cuda-graphs,fp16+int8-weight+cuda-graphs,"
+                 "fp16+int4-awq+kv-fp8+cuda-graphs,fp16+tp=2+cuda-graphs", "--json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
-    assert rows[0]["technique"] == "fp16"
+    assert rows[0]["technique"] == "fp16+cuda-graphs"
     for row in rows:
         assert {"technique", "weights_bytes", "kv_bytes", "fits", "tpot_s", "tokens_per_s",
                 "energy_per_token_j", "speedup", "bound"} <= set(row)

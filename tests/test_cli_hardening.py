@@ -252,7 +252,7 @@ def test_event_stalls_are_never_negative_on_a_huge_gemm():
 def test_a_mapping_of_too_many_tiles_is_refused_with_its_size():
     from infersim.simulator.engines.events.plan import MAX_TILES
 
-    result = RUNNER.invoke(app, ["map", "--chip", "edge-npu", "--gemm", "1048576,1,65536",
+    result = RUNNER.invoke(app, ["map", "--chip", "edge-npu", "--gemm", "8388608,1,65536",
                                  "--dtype", "int8", "--dataflow", "os", "--engine", "events"])
     assert result.exit_code == 2, result.output  # was a traceback: raised outside user_errors
     assert "SRAM tiles" in result.output and "GB to simulate" in result.output
