@@ -6,6 +6,8 @@ Bad input exits with code 2 and one message; a failed correctness check exits wi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,7 +22,10 @@ from infersim.simulator.engines import ENGINE_NAMES as ENGINES
 from infersim.units import fmt_time
 
 if TYPE_CHECKING:  # imported by the commands that use them (a fast start)
+    from rich.progress import TaskID
+
     from infersim.arch_models import Chip
+    from infersim.validation.timing import Step
 
 HOST_CHIP = "host-cpu"
 
@@ -69,8 +74,60 @@ def preset_for_device(device_name: str) -> str:
     raise InfersimError(f"no chip preset matches GPU {device_name!r} ({known}); pass --chip")
 
 
-def _progress(message: str) -> None:
-    err_console.print(f"  {message}", style="dim", markup=False, highlight=False)
+class StepBar:
+    """A progress bar with an ETA on stderr, fed by the validation runs' ``Step`` reports
+    (``done`` of ``total`` units: seconds of expected run time, or kernels). It starts at the
+    first report and leaves nothing behind when stopped (the results table follows)."""
+
+    def __init__(self, title: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.title = title
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=err_console,
+            transient=True,
+        )
+        self.task: TaskID | None = None
+
+    def __call__(self, step: Step) -> None:
+        """Show ``step``: what runs now, and how far along the run is."""
+        what = f"{self.title}: {step.what}"
+        what = plain(what if len(what) <= 48 else what[:47] + "…")
+        if self.task is None:
+            self.bar.start()
+            self.task = self.bar.add_task(what, total=step.total)
+            self.bar.update(self.task, completed=step.done)
+        else:
+            self.bar.update(self.task, description=what, completed=step.done, total=step.total)
+
+    def stop(self) -> None:
+        """Remove the bar (nothing if it never started)."""
+        if self.task is not None:
+            self.bar.stop()
+
+
+@contextmanager
+def step_bar(title: str, quiet: bool) -> Iterator[StepBar | None]:
+    """A :class:`StepBar` for the block (None when ``quiet``), stopped on the way out."""
+    bar = None if quiet else StepBar(title)
+    try:
+        yield bar
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def _print_results(results: dict[str, Any]) -> None:
@@ -107,6 +164,25 @@ def _print_results(results: dict[str, Any]) -> None:
         console.print(f"MAPE {s['mape']:.1%}, max error {s['max_error']:.1%} over {s['n']} kernels")
     if "checks_passed" in s:
         console.print(f"correctness: {s['checks_passed']} passed, {s['checks_failed']} failed")
+    sizing = results.get("sizing")
+    if sizing:
+        probe = sizing.get("probe") or {}
+        rates = ", ".join(
+            f"{d} {r / 1e9:.0f} GFLOP/s" for d, r in (probe.get("flops_per_s") or {}).items()
+        )
+        read = probe.get("read_bytes_per_s")
+        console.print(
+            f"sized for this host (probe: {rates}, read {read / 1e9 if read else 0:.0f} GB/s): "
+            f"budget {sizing['budget_s']:g} s, estimated {sizing['estimated_s']:.0f} s, up to "
+            f"{sizing['rounds']} rounds",
+            highlight=False,
+        )
+        for change in sizing["resized"]:
+            console.print(f"  resized {change['from']} -> {change['to']}", highlight=False,
+                          markup=False)  # fmt: skip
+        for label in sizing["dropped"]:
+            console.print(f"  dropped {label} (equal to another once resized)", highlight=False,
+                          markup=False)  # fmt: skip
     skipped = results.get("skipped", [])
     if skipped:
         console.print(f"skipped {len(skipped)} kernel(s), not timed:", highlight=False)
@@ -156,8 +232,9 @@ def validate_cmd(
             "--budget-s",
             min=1.0,
             max=86400.0,
-            help="cpu: seconds the timed rounds may take (fewer rounds, >= 3, if need be; "
-            "default 60)",
+            help="cpu: seconds the warm-up and timed rounds may take (fewer rounds, >= 3, if need "
+            "be; a suite with a budget, such as quick, also shrinks its shapes to fit; default: "
+            "the suite's budget, else 60)",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON")] = False,
@@ -181,8 +258,8 @@ def validate_cmd(
                 "rounds": rounds,
                 "statistic": statistic.value,
             }
-            if budget_s is not None:
-                options["budget_s"] = budget_s
+            if (budget_s or the_suite.budget_s) is not None:
+                options["budget_s"] = budget_s or the_suite.budget_s
         the_backend = make_backend(backend.value, **options)
         the_chip: Chip | None = None
         host = chip == HOST_CHIP or (chip is None and backend is BackendChoice.cpu)
@@ -192,8 +269,8 @@ def validate_cmd(
             the_chip = load_chip(chip)
         elif backend is BackendChoice.cuda:
             the_chip = load_chip(preset_for_device(the_backend.device().name))
-        progress = None if as_json else _progress
-        results = run_suite(the_backend, the_suite, the_chip, engine, progress, host_chip=host)
+        with step_bar(f"{the_suite.name} suite", as_json) as bar:
+            results = run_suite(the_backend, the_suite, the_chip, engine, bar, host_chip=host)
         if out is not None:
             write_results(results, out)
     if as_json:
@@ -242,7 +319,11 @@ def _print_report(report: Any) -> None:
 
 def calibrate_cmd(
     measurements: Annotated[
-        Path, typer.Argument(help="results.json from infersim validate, or a measurements .csv")
+        Path,
+        typer.Argument(
+            help="results.json from infersim validate, a measurements .csv/.json "
+            "(docs/measurements.md), or a benchmark tool's output (see --format)"
+        ),
     ],
     chip: Annotated[
         str | None,
@@ -256,6 +337,22 @@ def calibrate_cmd(
     ] = 0.3,
     seed: Annotated[int, typer.Option(help="Seed of the calibration/held-out split")] = 0,
     engine: Annotated[str, typer.Option(help=engine_help())] = DEFAULT_ENGINE,
+    file_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="What wrote the file: auto (told apart by its fields), infersim (measurement "
+            "records), results (infersim validate), llama-bench, vllm or trtllm-bench",
+        ),
+    ] = "auto",
+    defaults: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="KEY=VALUE: a model-row field the file does not record (chip, model, batch, "
+            "prompt_len, output_len, ...), for every model row; repeat for several",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Fit a chip's calibration knobs to measurements; report held-out error; write YAML."""
@@ -266,11 +363,23 @@ def calibrate_cmd(
     with user_errors():
         if engine not in ENGINES:
             raise InfersimError(f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
-        data = read_measurements(measurements)
+        data = read_measurements(measurements, file_format, parse_settings(defaults or []))
+        if not data.rows:
+            raise InfersimError(
+                f"{measurements}: {len(data.model_rows)} model row(s) and no kernel rows: "
+                "calibrating from model rows is not available yet; give kernel rows"
+            )
+        if data.model_rows and not as_json:
+            err_console.print(
+                f"note: {len(data.model_rows)} model row(s) not used: the fit takes kernel rows",
+                markup=False, highlight=False,
+            )  # fmt: skip
         if chip == HOST_CHIP:
-            from infersim.validation.hostcpu import build_host_chip
+            from infersim.validation import hostcpu
 
-            the_chip = build_host_chip()
+            with step_bar("host-cpu microbenchmarks", as_json) as bar:
+                info = hostcpu.host_info()
+                the_chip = hostcpu.host_chip(info, hostcpu.measure_host(info.cores, progress=bar))
         elif chip is not None:
             the_chip = load_chip(chip)
         elif data.chip is not None:
@@ -289,6 +398,21 @@ def calibrate_cmd(
         _print_report(report)
         if out is not None:
             console.print(f"calibrated chip {result.name!r} written to {out}")
+
+
+def parse_settings(items: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` strings as a mapping (the last of a repeated key wins).
+
+    Raises:
+        InfersimError: an item without ``=`` or with an empty key.
+    """
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InfersimError(f"--set {item!r}: expected KEY=VALUE (e.g. chip=h100-sxm)")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def register(app: typer.Typer) -> None:

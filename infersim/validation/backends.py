@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from infersim.errors import InfersimError
+from infersim.validation import sizing
+from infersim.validation.sizing import HostSpeed, Plan
 from infersim.validation.suite import KernelBase
-from infersim.validation.timing import STATISTICS, TIMERS, Measurement, Statistic, Timer, time_once
+from infersim.validation.timing import (
+    STATISTICS,
+    TIMERS,
+    Measurement,
+    Progress,
+    Statistic,
+    Step,
+    Timer,
+    time_once,
+)
 
 BackendName = Literal["cpu", "cuda", "interpret"]
 BACKENDS: tuple[str, ...] = ("cpu", "cuda", "interpret")
@@ -27,7 +39,7 @@ program per block, ~1 s per 5e7 FLOPs of matmul on this project's CI machine."""
 
 
 DEFAULT_BUDGET_S = 60.0
-"""The cpu backend's default budget for its timed rounds (seconds)."""
+"""The cpu backend's default budget for its warm-up and timed rounds (seconds)."""
 
 
 def rounds_within(rounds: int, round_s: float, budget_s: float) -> int:
@@ -102,7 +114,8 @@ class CpuBackend:
         (CPU time of this process, valid with one thread only); ``rounds`` >= 3 rounds;
         ``statistic`` "median" or "min" of the samples is the measurement; kernels shorter
         than ``min_round_s`` are repeated within a round; the timed rounds are cut (to no
-        fewer than 3) so that they fit ``budget_s`` seconds, as the warm-up run predicts them.
+        fewer than 3) so that warm-up and rounds fit ``budget_s`` seconds, as the warm-up run
+        predicts them (a suite with its own budget is also sized to it first: :meth:`plan`).
 
         Raises:
             InfersimError: torch missing, or a bad option (the value is in the message).
@@ -145,6 +158,43 @@ class CpuBackend:
             if k.dtype in speeds and not speeds[k.dtype].native
         }
 
+    def speed(self) -> HostSpeed:
+        """A first measure of the host (:class:`~infersim.validation.sizing.HostSpeed`): an
+        fp32 GEMM's rate scaled by each natively computed dtype's probed ratio to fp32, and a
+        short read stream."""
+        from infersim.validation.hostcpu import dtype_speeds, gemm_speed, host_info, stream_speed
+
+        fp32 = gemm_speed(self.threads)
+        rates = {n: s.vs_fp32 * fp32 for n, s in dtype_speeds(self.threads).items() if s.native}
+        return HostSpeed(rates, stream_speed(self.threads), host_info().llc_bytes)
+
+    def expected_s(self, kernel: KernelBase, speed: HostSpeed) -> float:
+        """Expected seconds of one call of ``kernel`` at ``speed`` (roofline x margin)."""
+        return sizing.MARGIN * sizing.roofline_s(kernel, speed)
+
+    def plan(self, kernels: Sequence[KernelBase], with_probes: bool = False) -> Plan:
+        """The kernels (shrunk where need be) and rounds that fit ``budget_s`` on this host,
+        with the host-cpu microbenchmarks in every round when ``with_probes`` (see
+        :mod:`~infersim.validation.sizing`)."""
+        from infersim.validation.hostcpu import host_info, probe_work
+
+        speed = self.speed()
+        fixed = 0.0
+        if with_probes:
+            stream_bytes, flops = probe_work(self.threads)
+            fixed = stream_bytes / speed.dram_bytes_per_s + sum(
+                f / speed.flops_per_s[d] for d, f in flops.items()
+            )
+        return sizing.plan(
+            kernels,
+            lambda k: self.expected_s(k, speed),
+            self.budget_s,
+            self.rounds,
+            self.min_round_s,
+            sizing.MARGIN * fixed,
+            min_stream_bytes=2 * host_info().llc_bytes,
+        )
+
     def device(self) -> DeviceInfo:
         """CPU model, cores, how this backend uses them, and each dtype's probed speed."""
         from infersim.validation.hostcpu import dtype_speeds, host_info
@@ -170,65 +220,95 @@ class CpuBackend:
         self,
         calls: Sequence[Callable[[], object]],
         labels: Sequence[str],
-        progress: Callable[[str], None] | None,
+        expected_s: Sequence[float],
+        rounds: int,
+        progress: Progress | None,
     ) -> list[list[float]]:
-        """Samples (seconds) of every call over ``rounds`` interleaved rounds."""
+        """Samples (seconds) of every call over up to ``rounds`` interleaved rounds (fewer when
+        warm-up and rounds would exceed the budget); ``expected_s`` (one call each) sizes the
+        progress total until the warm-up has measured the calls."""
         self.torch.set_num_threads(self.threads)
-        estimates = []
-        for label, fn in zip(labels, calls, strict=True):
+        start = time.perf_counter()
+        done = 0.0
+
+        def report(total: float, what: str) -> None:
+            if progress:
+                progress(Step(done, max(total, done), what))
+
+        def planned(times: Sequence[float], n_rounds: int) -> float:
+            return n_rounds * sum(sizing.round_s(t, self.min_round_s) for t in times)
+
+        estimates: list[float] = []
+        for i, (label, fn) in enumerate(zip(labels, calls, strict=True)):
+            report(done + sum(2 * t for t in expected_s[i:]) + planned(expected_s, rounds),
+                   f"warm-up {label}")  # fmt: skip
             fn()
             estimates.append(time_once(fn, self.timer))
-            if progress:
-                progress(f"warm {label}: {estimates[-1] * 1e3:.2f} ms")
-        repeats = [max(1, min(20, round(self.min_round_s / max(t, 1e-6)))) for t in estimates]
-        round_s = sum(
-            t * (n + (t < self.min_round_s)) for t, n in zip(estimates, repeats, strict=True)
-        )
-        rounds = rounds_within(self.rounds, round_s, self.budget_s)
-        if progress and rounds < self.rounds:
-            progress(
-                f"{rounds} rounds instead of {self.rounds}: one round takes ~{round_s:.1f} s, "
-                f"the budget is {self.budget_s:g} s"
-            )
+            done = time.perf_counter() - start
+        repeats = [sizing.repeats(t, self.min_round_s) for t in estimates]
+        round_s = planned(estimates, 1)
+        rounds = rounds_within(rounds, round_s, self.budget_s - done)
+        total = done + rounds * round_s
+        warm_s = done
         samples: list[list[float]] = [[] for _ in calls]
         for r in range(rounds):
             for i, fn in enumerate(calls):
+                report(total, f"round {r + 1}/{rounds} {labels[i]}")
                 if estimates[i] < self.min_round_s:
                     fn()  # operands into cache
                 samples[i].extend(time_once(fn, self.timer) for _ in range(repeats[i]))
-            if progress:
-                progress(f"round {r + 1}/{rounds} done")
+                done = time.perf_counter() - start
+            total = done + (rounds - r - 1) * (done - warm_s) / (r + 1)  # measured rounds
+        report(done, "done")
         return samples
 
     def run(
-        self, kernels: Sequence[KernelBase], progress: Callable[[str], None] | None = None
+        self,
+        kernels: Sequence[KernelBase],
+        progress: Progress | None = None,
+        rounds: int | None = None,
     ) -> list[Outcome]:
-        """Time every kernel over ``rounds`` round-robin rounds."""
-        outcomes, _ = self._run(kernels, progress, with_probes=False)
+        """Time every kernel over ``rounds`` (default: the backend's) round-robin rounds."""
+        outcomes, _ = self._run(kernels, progress, False, rounds or self.rounds)
         return outcomes
 
     def run_with_host_chip(
-        self, kernels: Sequence[KernelBase], progress: Callable[[str], None] | None = None
+        self,
+        kernels: Sequence[KernelBase],
+        progress: Progress | None = None,
+        rounds: int | None = None,
     ) -> tuple[list[Outcome], Any]:
         """Time the kernels and the host microbenchmarks in the same rounds; return the
         outcomes and the ``host-cpu`` chip built from the microbenchmarks' best runs."""
-        return self._run(kernels, progress, with_probes=True)
+        return self._run(kernels, progress, True, rounds or self.rounds)
 
     def _run(
         self,
         kernels: Sequence[KernelBase],
-        progress: Callable[[str], None] | None,
+        progress: Progress | None,
         with_probes: bool,
+        rounds: int,
     ) -> tuple[list[Outcome], Any]:
         from infersim.validation import cpu_ops, hostcpu
 
+        speed = self.speed()
         with self.torch.inference_mode():
             arena = cpu_ops.size_arena(list(kernels))
             calls = [cpu_ops.build(k, arena) for k in kernels]
             labels = [k.label for k in kernels]
+            expected = [self.expected_s(k, speed) for k in kernels]
             found = hostcpu.probes(self.threads) if with_probes else []
+            for p in found:
+                rate = speed.dram_bytes_per_s if p.name in ("triad", "read") else (
+                    speed.flops_per_s.get(p.name.split("_")[1], speed.flops_per_s["fp32"])
+                )  # fmt: skip
+                expected.append(sizing.MARGIN * p.work / rate)
             samples = self._round_robin(
-                [*calls, *(p.run for p in found)], [*labels, *(p.name for p in found)], progress
+                [*calls, *(p.run for p in found)],
+                [*labels, *(p.name for p in found)],
+                expected,
+                rounds,
+                progress,
             )
         outcomes = [
             Outcome(measurement=Measurement.of(s, self.statistic)) for s in samples[: len(kernels)]
@@ -278,16 +358,16 @@ class CudaBackend:
             },
         )
 
-    def run(
-        self, kernels: Sequence[KernelBase], progress: Callable[[str], None] | None = None
-    ) -> list[Outcome]:
+    def run(self, kernels: Sequence[KernelBase], progress: Progress | None = None) -> list[Outcome]:
         """Check and time every kernel, one at a time (inputs freed in between)."""
         import triton.testing
 
         from infersim.validation import triton_ops
 
         outcomes = []
-        for kernel in kernels:
+        for i, kernel in enumerate(kernels):
+            if progress:
+                progress(Step(i, len(kernels), kernel.label))
             case = triton_ops.build(kernel, "cuda")
             check = Check(case.check(), triton_ops.TOLERANCE[kernel.dtype])
             times_ms = triton.testing.do_bench(
@@ -295,12 +375,10 @@ class CudaBackend:
             )
             meas = Measurement.of([t * 1e-3 for t in times_ms])
             outcomes.append(Outcome(measurement=meas, check=check))
-            if progress:
-                progress(
-                    f"{kernel.label}: {meas.median_s * 1e6:.1f} us, error {check.max_error:.1e}"
-                )
             del case
             self.torch.cuda.empty_cache()
+        if progress:
+            progress(Step(len(kernels), len(kernels), "done"))
         return outcomes
 
 
@@ -337,9 +415,7 @@ class InterpretBackend:
             details={"cores": info.cores, "torch": self.torch.__version__},
         )
 
-    def run(
-        self, kernels: Sequence[KernelBase], progress: Callable[[str], None] | None = None
-    ) -> list[Outcome]:
+    def run(self, kernels: Sequence[KernelBase], progress: Progress | None = None) -> list[Outcome]:
         """Check every kernel against its torch reference.
 
         Raises:
@@ -355,12 +431,14 @@ class InterpretBackend:
                     f"interpreter (max {INTERPRETER_MAX_FLOPS:.0e}); use --suite tiny"
                 )
         outcomes = []
-        for kernel in kernels:
+        for i, kernel in enumerate(kernels):
+            if progress:
+                progress(Step(i, len(kernels), kernel.label))
             case = triton_ops.build(kernel, "cpu")
             check = Check(case.check(), triton_ops.TOLERANCE[kernel.dtype])
             outcomes.append(Outcome(check=check))
-            if progress:
-                progress(f"{kernel.label}: error {check.max_error:.1e}")
+        if progress:
+            progress(Step(len(kernels), len(kernels), "done"))
         return outcomes
 
 

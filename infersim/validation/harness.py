@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from infersim.arch_models.chip import Chip
 from infersim.errors import InfersimError
 from infersim.simulator.defaults import DEFAULT_ENGINE
 from infersim.simulator.inference import cost_ops
-from infersim.validation.backends import Backend, CpuBackend
+from infersim.validation.backends import Backend, CpuBackend, Progress
 from infersim.validation.records import RESULTS_SCHEMA
 from infersim.validation.suite import KernelBase, Suite
 
@@ -86,20 +86,24 @@ def run_suite(
     suite: Suite,
     chip: Chip | None,
     engine: str = DEFAULT_ENGINE,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     host_chip: bool = False,
 ) -> dict[str, Any]:
     """Measure (and/or check) ``suite`` on ``backend`` and compare with ``chip``'s predictions.
 
     With ``host_chip`` (cpu backend only) the ``host-cpu`` chip is measured in the same rounds
-    as the kernels and predicts them; ``chip`` is then ignored.
+    as the kernels and predicts them; ``chip`` is then ignored. On the cpu backend a suite with
+    a ``budget_s`` is first sized to the backend's budget on this host
+    (:meth:`~infersim.validation.backends.CpuBackend.plan`): shapes may shrink, rounds drop.
 
     Returns the results document (JSON-ready): ``schema``, ``backend``, ``device``, ``suite``,
     ``engine``, ``chip`` (full description, so ``infersim calibrate`` can refit it), ``wall_s``,
-    ``summary`` (n, mape, max_error, checks passed/failed, skipped), ``rows`` and ``skipped``
+    ``summary`` (n, mape, max_error, checks passed/failed, skipped), ``rows``, ``skipped``
     (label, dtype and reason of each kernel the backend does not run: on the cpu backend, the
-    kernels of a dtype the host only emulates). ``chip`` may be None for a backend that does
-    not time (interpret); rows then carry checks only.
+    kernels of a dtype the host only emulates) and ``sizing`` (None, or the budget, estimated
+    seconds, rounds, the kernels resized and dropped to fit it, and the probe's figures).
+    ``chip`` may be None for a backend that does not time (interpret); rows then carry checks
+    only.
 
     Raises:
         InfersimError: what the backend or the engine raise for bad input, or ``host_chip``
@@ -112,25 +116,34 @@ def run_suite(
         for k in suite.kernels
         if k.label in reasons
     ]
-    kernels = [k for k in suite.kernels if k.label not in reasons]
-    if progress:
-        for skip in skipped:
-            progress(f"skipped {skip['label']}: {skip['reason']}")
+    kernels: list[KernelBase] = [k for k in suite.kernels if k.label not in reasons]
     if not kernels:
         raise InfersimError(
             f"every kernel of suite {suite.name!r} was skipped: "
             + "; ".join(sorted({row["reason"] for row in skipped}))
         )
-    if host_chip:
-        if not isinstance(backend, CpuBackend):
-            raise InfersimError(
-                f"the host-cpu chip predicts the cpu backend only, not {backend.name}"
-            )
-        outcomes, chip = backend.run_with_host_chip(kernels, progress)
+    if host_chip and not isinstance(backend, CpuBackend):
+        raise InfersimError(f"the host-cpu chip predicts the cpu backend only, not {backend.name}")
+    sizing: dict[str, Any] | None = None
+    rounds = None
+    if isinstance(backend, CpuBackend) and suite.budget_s is not None:
+        plan = backend.plan(kernels, with_probes=host_chip)
+        kernels, rounds = plan.kernels, plan.rounds
+        speed = backend.speed()
+        sizing = {
+            "budget_s": backend.budget_s, "estimated_s": plan.estimated_s,
+            "rounds": plan.rounds, "resized": plan.resized, "dropped": plan.dropped,
+            "probe": {"flops_per_s": speed.flops_per_s, "read_bytes_per_s": speed.dram_bytes_per_s},
+        }  # fmt: skip
+    if isinstance(backend, CpuBackend) and host_chip:
+        outcomes, chip = backend.run_with_host_chip(kernels, progress, rounds)
     else:
         if chip is not None:
             predict(kernels, chip, engine)  # fail on an unsupported dtype before timing
-        outcomes = backend.run(kernels, progress)
+        if isinstance(backend, CpuBackend):
+            outcomes = backend.run(kernels, progress, rounds)
+        else:
+            outcomes = backend.run(kernels, progress)
     predictions = predict(kernels, chip, engine) if chip is not None else None
     rows: list[dict[str, Any]] = []
     for i, (kernel, outcome) in enumerate(zip(kernels, outcomes, strict=True)):
@@ -177,4 +190,5 @@ def run_suite(
         "summary": summary,
         "rows": rows,
         "skipped": skipped,
+        "sizing": sizing,
     }

@@ -15,12 +15,14 @@ The CPU backend can time the probes in the same rounds as the kernels it validat
 (:meth:`~infersim.validation.backends.CpuBackend.run`), so a neighbour's load on a shared
 machine affects the peaks and the kernels alike.
 
-Before any of that, :func:`dtype_speeds` times one small GEMM per dtype: a dtype whose rate is
-a small fraction of fp32's (bf16 or fp16 on a CPU without bf16/fp16 units, which torch converts
-element by element) is *emulated*. Its peak is not benchmarked, the host chip does not compute
-it, and the suites skip its kernels, saying so: timing an emulated 2048³ bf16 GEMM takes minutes
-and measures the emulation, not a kernel the model describes. The peak benchmark's sizes are
-chosen from the same probe, so every run is short on any machine.
+Before any of that, :func:`dtype_speeds` times one small GEMM per dtype (on one thread, the
+dtypes in turn): a dtype whose rate is a small fraction of fp32's (bf16 or fp16 on a CPU without
+bf16/fp16 units, which torch converts element by element) is *emulated*. Its peak is not
+benchmarked, the host chip does not compute it, and the suites skip its kernels, saying so:
+timing an emulated 2048³ bf16 GEMM takes minutes and measures the emulation, not a kernel the
+model describes. The peak benchmark's sizes are chosen from the same probe, so every run is
+short on any machine; a suite with a budget is sized from it, :func:`gemm_speed` and
+:func:`stream_speed` (:mod:`~infersim.validation.sizing`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -36,7 +39,7 @@ from typing import Any
 
 from infersim.arch_models.chip import Chip
 from infersim.io import validate
-from infersim.validation.timing import Timer, time_once
+from infersim.validation.timing import Progress, Step, Timer, time_once
 
 ARRAY_ROWS = 4
 ARRAY_COLS = 16
@@ -59,6 +62,26 @@ PROBE_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
 
 PROBE_SIZE = 256
 """Side of the probe's square GEMM: 34 MFLOP, ~0.3 ms native, ~15-40 ms emulated."""
+
+PROBE_REPEATS = 5
+"""Fewest timed runs of each quick probe (its best counts: a neighbour's load on a shared
+machine lengthens some runs, rarely all)."""
+
+PROBE_MIN_S = 0.1
+"""Shortest time each quick probe is run for: the first GEMMs after a large allocation or a
+stream can run 100x slow for a few calls (threads waking, pages settling), so a probe keeps
+timing until this much time has passed."""
+
+
+def best_time_s(call: Callable[[], object], runs: int = PROBE_REPEATS,
+                min_s: float = PROBE_MIN_S) -> float:  # fmt: skip
+    """The shortest wall time of ``call`` over at least ``runs`` runs and ``min_s`` seconds."""
+    start = time.perf_counter()
+    best, n = float("inf"), 0
+    while n < runs or time.perf_counter() - start < min_s:
+        best = min(best, time_once(call, "wall"))
+        n += 1
+    return best
 
 EMULATED_BELOW = 0.25
 """A dtype whose probe rate is below this fraction of fp32's is emulated. Native bf16/fp16
@@ -177,26 +200,144 @@ def speeds_of(rates: Mapping[str, float]) -> dict[str, DtypeSpeed]:
 
 @cache
 def dtype_speeds(threads: int) -> dict[str, DtypeSpeed]:
-    """Each of :data:`PROBE_DTYPES` timed once per process per thread count: one warm-up and
-    the best of three :data:`PROBE_SIZE`³ GEMMs (well under a second even where emulated)."""
+    """Each of :data:`PROBE_DTYPES` timed once per process: after one warm-up each,
+    :data:`PROBE_SIZE`³ GEMMs of every dtype in turn on one thread, for at least
+    :data:`PROBE_REPEATS` rounds and :data:`PROBE_MIN_S`; each dtype's best run counts (well
+    under a second in all), and its rate for ``threads`` threads is that times ``threads``.
+
+    One thread, because whether a dtype is emulated is a property of each core, and a short
+    parallel call on a shared machine can wait a whole scheduler slice for a thread a
+    neighbour holds (then fp32 reads as slow as an emulated dtype). Timing the dtypes in turn
+    lets a neighbour's load fall on all of them alike; a dtype that still looks emulated on a
+    CPU whose flags name units for it (:data:`NATIVE_FLAGS`) is timed :data:`PROBE_RETRY_S`
+    longer before it is called so."""
     import torch
 
     tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    rates: dict[str, float] = {}
+    torch.set_num_threads(1)
+    best = dict.fromkeys(PROBE_DTYPES, float("inf"))
     try:
         with torch.inference_mode():
+            calls = {}
             for name in PROBE_DTYPES:
                 x = torch.full((PROBE_SIZE, PROBE_SIZE), 0.01, dtype=tdt[name])
-                z = torch.empty_like(x)
-                call = _matmul_call(x, x, z)
-                call()
-                best = min(time_once(call, "wall") for _ in range(3))
-                rates[name] = 2.0 * PROBE_SIZE**3 / max(best, 1e-9)
+                calls[name] = _matmul_call(x, x, torch.empty_like(x))
+                calls[name]()
+            _time_in_turn(calls, best, PROBE_MIN_S)
+            flags = cpu_flags()
+            doubtful = [
+                name for name in PROBE_DTYPES
+                if best["fp32"] / best[name] < EMULATED_BELOW
+                and flags & set(NATIVE_FLAGS.get(name, ()))
+            ]  # fmt: skip
+            if doubtful:
+                _time_in_turn({n: calls[n] for n in ("fp32", *doubtful)}, best, PROBE_RETRY_S)
     finally:
         torch.set_num_threads(previous)
-    return speeds_of(rates)
+    flops = 2.0 * PROBE_SIZE**3 * threads
+    return speeds_of({name: flops / max(t, 1e-9) for name, t in best.items()})
+
+
+def _time_in_turn(
+    calls: Mapping[str, Callable[[], object]], best: dict[str, float], min_s: float
+) -> None:
+    """Time every call in turn, for at least :data:`PROBE_REPEATS` rounds and ``min_s``
+    seconds, keeping each one's best in ``best``."""
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < PROBE_REPEATS or time.perf_counter() - start < min_s:
+        for name, call in calls.items():
+            best[name] = min(best[name], time_once(call, "wall"))
+        rounds += 1
+
+
+NATIVE_FLAGS: dict[str, tuple[str, ...]] = {
+    "bf16": ("avx512_bf16", "amx_bf16"),
+    "fp16": ("avx512_fp16", "amx_fp16"),
+}
+"""x86 CPU flags of units that compute a dtype (/proc/cpuinfo names)."""
+
+PROBE_RETRY_S = 1.0
+"""Extra probing of a dtype that looks emulated on a CPU whose flags say it is not."""
+
+
+@cache
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (/proc/cpuinfo ``flags``; empty where there is none)."""
+    return frozenset(_cpuinfo().get("flags", "").split())
+
+
+GEMM_PROBE_MIN_CALL_S = 0.02
+"""The sizing probe's fp32 GEMM grows (from :data:`PROBE_SIZE`, doubling, up to 2048) until
+one call takes this long: a short parallel call on a shared machine can wait a whole scheduler
+slice for a thread a neighbour holds, and then reads 100x slow."""
+
+
+@cache
+def gemm_speed(threads: int) -> float:
+    """fp32 GEMM FLOP/s for sizing runs: a square GEMM grown until a call takes
+    :data:`GEMM_PROBE_MIN_CALL_S`, then its best run over :data:`PROBE_MIN_S` (the dtype probe's
+    small GEMM tells dtypes apart; this one measures the host's scale)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.inference_mode():
+            size = PROBE_SIZE
+            while True:
+                x = torch.full((size, size), 0.01)
+                call = _matmul_call(x, x, torch.empty_like(x))
+                call()
+                best = best_time_s(call)
+                if best >= GEMM_PROBE_MIN_CALL_S or size >= 2048:
+                    return 2.0 * size**3 / max(best, 1e-9)
+                size *= 2
+    finally:
+        torch.set_num_threads(previous)
+
+
+STREAM_PROBE_MIN_BYTES = 128 * 1024**2
+"""Smallest array of the quick bandwidth probe (:func:`stream_speed`); each is also at least
+the last-level cache."""
+
+
+@cache
+def stream_speed(threads: int) -> float:
+    """Read bandwidth (bytes/s) of one dot product over two fp32 arrays larger than the
+    last-level cache, the best run over :data:`PROBE_MIN_S` after one warm-up, once per process
+    per thread count (a first measure of the host's speed, well under a second; the host chip's
+    DRAM figure comes from the longer :func:`probes`)."""
+    import torch
+
+    elements = max(STREAM_PROBE_MIN_BYTES, host_info().llc_bytes) // 4
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.inference_mode():
+            b = torch.full((elements,), 1.0)
+            c = torch.full((elements,), 2.0)
+            call = lambda: torch.dot(b, c)  # noqa: E731
+            call()
+            best = best_time_s(call)
+    finally:
+        torch.set_num_threads(previous)
+    return 8.0 * elements / max(best, 1e-9)
+
+
+def probe_work(threads: int, info: HostInfo | None = None) -> tuple[float, dict[str, float]]:
+    """The work one round of :func:`probes` does, without allocating it: stream bytes, and
+    GEMM FLOPs per dtype (for :mod:`~infersim.validation.sizing` to estimate its time)."""
+    info = info or host_info()
+    speeds = dtype_speeds(threads)
+    elements = max(MIN_STREAM_BYTES, 2 * info.llc_bytes // 3) // 4
+    flops = {
+        name: sum(2.0 * n**3 for n in peak_sizes(candidates, speeds[name].flops_per_s))
+        for name, candidates in GEMM_SIZES.items()
+        if speeds[name].native
+    }
+    return 20.0 * elements, flops
 
 
 def peak_sizes(candidates: tuple[int, ...], flops_per_s: float) -> tuple[int, ...]:
@@ -287,22 +428,36 @@ class HostMeasurements:
         return cls(threads, timer, rate["triad"], rate["read"], peaks, emulated)
 
 
-def measure_host(threads: int, timer: Timer = "wall", reps: int = 5) -> HostMeasurements:
+def measure_host(
+    threads: int, timer: Timer = "wall", reps: int = 5, progress: Progress | None = None
+) -> HostMeasurements:
     """Run the microbenchmarks alone with ``threads`` torch threads (a few seconds): two
-    warm-up calls, then ``reps`` timed rounds over all probes."""
+    warm-up calls, then ``reps`` timed rounds over all probes; ``progress`` hears of each
+    probe run (seconds done of the seconds the warm-up predicts)."""
     import torch
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
+    start = time.perf_counter()
     try:
         found = probes(threads)
+        calls_s = []
         for p in found:
+            if progress:
+                progress(Step(time.perf_counter() - start, None, f"warm-up {p.name}"))
             p.run()
-            p.run()
+            calls_s.append(time_once(p.run, timer))
+        warm_s = time.perf_counter() - start
+        total = warm_s + reps * sum(calls_s)
         best = {p.name: float("inf") for p in found}
-        for _ in range(reps):
+        for r in range(reps):
             for p in found:
+                if progress:
+                    done = time.perf_counter() - start
+                    progress(Step(done, total, f"round {r + 1}/{reps} {p.name}"))
                 best[p.name] = min(best[p.name], time_once(p.run, timer))
+        if progress:
+            progress(Step(total, total, "done"))
     finally:
         torch.set_num_threads(previous)
     return HostMeasurements.from_best(found, best, threads, timer, emulated_dtypes(threads))

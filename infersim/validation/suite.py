@@ -33,13 +33,25 @@ cube, FMA, scale, exp-based tanh, add, two multiplies (counted as eight)."""
 Dim = Annotated[int, Field(ge=1, le=1 << 24)]
 
 
+SCALE_BITS_PER_GROUP = 32
+"""Bits of quantization parameters stored per group of K rows, per column, of a weight-only
+quantized kernel: an fp32 scale (the Triton kernel), or a 16-bit scale and a 16-bit zero point
+(torch's CPU int4 kernel; AWQ and GPTQ checkpoints)."""
+
+
+def quantized_weight_bits(bits: int, group_size: int) -> float:
+    """Stored bits per weight of a ``bits``-bit weight with one :data:`SCALE_BITS_PER_GROUP`
+    group of parameters per ``group_size`` K rows (4-bit, g128: 4.25)."""
+    return bits + SCALE_BITS_PER_GROUP / group_size
+
+
 class KernelBase(BaseModel):
-    """Fields every kernel description shares."""
+    """Fields every kernel description shares (a suite's kernels and measured kernels)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: str = Field(default="", description="Kernel type (the discriminator)")
-    dtype: KernelDType = Field(default="bf16", description="Activation (and output) dtype")
+    dtype: str = Field(default="bf16", description="Compute (activation) dtype")
 
     @property
     def label(self) -> str:
@@ -51,7 +63,13 @@ class KernelBase(BaseModel):
         raise NotImplementedError
 
 
-class GemmKernel(KernelBase):
+class SuiteKernel(KernelBase):
+    """A kernel the backends run: its dtype is one torch and Triton compute on every device."""
+
+    dtype: KernelDType = Field(default="bf16", description="Activation (and output) dtype")
+
+
+class GemmKernel(SuiteKernel):
     """C[m, n] = A[m, k] · W[k, n] with a dense weight: ``gemv`` marks decode shapes (small m)."""
 
     kind: Literal["gemm", "gemv"] = "gemm"
@@ -77,9 +95,11 @@ class GemmKernel(KernelBase):
         ]  # fmt: skip
 
 
-class QuantGemmKernel(KernelBase):
+class QuantGemmKernel(SuiteKernel):
     """Weight-only quantized GEMM: int8 (``w8a16``) or packed int4 (``w4a16``) weights with one
-    scale per ``group_size`` rows of K, dequantized to the activation dtype on the fly.
+    scale per ``group_size`` rows of K, dequantized to the activation dtype on the fly. The
+    weight's bytes count the scales (:func:`quantized_weight_bits`), so the group size moves
+    the predicted time of a weight-bound kernel.
     """
 
     kind: Literal["w8a16", "w4a16"]
@@ -109,11 +129,12 @@ class QuantGemmKernel(KernelBase):
             Gemm(
                 name=self.label, m=self.m, k=self.k, n=self.n,
                 a_dtype=self.dtype, b_dtype=weight, out_dtype=self.dtype,
+                weight_bits=quantized_weight_bits(self.bits, self.group_size),
             )
         ]  # fmt: skip
 
 
-class AttentionKernel(KernelBase):
+class AttentionKernel(SuiteKernel):
     """Attention of ``q_len`` queries over ``kv_len`` keys per sequence, fused (FlashAttention)
     or unfused (scores and probabilities through memory); GQA when ``kv_heads < heads``.
     """
@@ -159,7 +180,7 @@ class AttentionKernel(KernelBase):
         ]  # fmt: skip
 
 
-class ElementwiseKernel(KernelBase):
+class ElementwiseKernel(SuiteKernel):
     """The matmul epilogue act(x + bias) + residual over [rows, cols]: one fused pass or three
     passes (bias, activation, residual) through memory.
     """
@@ -176,29 +197,34 @@ class ElementwiseKernel(KernelBase):
         return f"elementwise {mode} {self.rows}x{self.cols} {self.activation} {self.dtype}"
 
     def ops(self) -> list[OpBase]:
-        n = self.rows * self.cols
         act = ACTIVATION_FLOPS_PER_ELEMENT[self.activation]
-        if self.fused:
-            return [
-                Elementwise(
-                    name=self.label,
-                    elements=n,
-                    inputs=2,
-                    flops_per_element=act + 2,
-                    dtype=self.dtype,
-                )
-            ]
-        passes = (("bias", 1, 1.0), ("act", 1, act), ("res", 2, 1.0))
+        return epilogue_ops(self.label, self.rows, self.cols, act, self.fused, self.dtype)
+
+
+def epilogue_ops(
+    label: str, rows: int, cols: int, act_flops: float, fused: bool, dtype: str
+) -> list[OpBase]:
+    """The operators of act(x + bias) + residual over [rows, cols] with ``act_flops`` vector
+    FLOPs per element for the activation: one pass reading x and the residual, or three passes
+    (bias, activation, residual) through memory."""
+    n = rows * cols
+    if fused:
         return [
             Elementwise(
-                name=f"{self.label} {what}",
-                elements=n,
-                inputs=inputs,
-                flops_per_element=flops,
-                dtype=self.dtype,
+                name=label, elements=n, inputs=2, flops_per_element=act_flops + 2, dtype=dtype
             )
-            for what, inputs, flops in passes
         ]
+    passes = (("bias", 1, 1.0), ("act", 1, act_flops), ("res", 2, 1.0))
+    return [
+        Elementwise(
+            name=f"{label} {what}",
+            elements=n,
+            inputs=inputs,
+            flops_per_element=flops,
+            dtype=dtype,
+        )
+        for what, inputs, flops in passes
+    ]
 
 
 Kernel = Annotated[
@@ -240,6 +266,14 @@ class Suite(BaseModel):
     name: str = Field(min_length=1, max_length=64, description="Suite name")
     description: str = Field(default="", description="What the suite is for")
     kernels: list[Kernel] = Field(min_length=1, description="Kernels, in run order")
+    budget_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=86400,
+        description="Seconds the cpu backend's warm-up and timed rounds should take on any "
+        "host: from a first measured speed of the host, shapes shrink and rounds drop (to 3) "
+        "until the estimate fits (see infersim.validation.sizing); None: shapes as written",
+    )
 
     @model_validator(mode="after")
     def _unique_labels(self) -> Suite:

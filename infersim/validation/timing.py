@@ -73,6 +73,21 @@ class Measurement:
         return cls(float(med), float(arr.min()), float((q3 - q1) / med), len(arr), statistic)
 
 
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Where a timed run stands, for a progress bar: ``done`` of ``total`` units of work
+    (seconds of expected run time on the cpu backend and the host microbenchmarks, kernels
+    elsewhere; ``total`` None while not known) and what runs now."""
+
+    done: float
+    total: float | None
+    what: str
+
+
+Progress = Callable[[Step], None]
+"""A progress callback, called as a run's work advances."""
+
+
 def time_once(fn: Callable[[], object], timer: Timer) -> float:
     """Seconds one call of ``fn`` takes on ``timer``'s clock."""
     now = clock(timer)

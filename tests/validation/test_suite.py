@@ -7,6 +7,7 @@ import pytest
 
 from infersim.errors import ConfigError
 from infersim.validation.suite import (
+    SCALE_BITS_PER_GROUP,
     SUITES,
     AttentionKernel,
     ElementwiseKernel,
@@ -14,6 +15,7 @@ from infersim.validation.suite import (
     QuantGemmKernel,
     load_suite,
     parse_kernel,
+    quantized_weight_bits,
 )
 
 
@@ -41,7 +43,20 @@ def test_gemm_and_quantized_ops():
     assert (op.m, op.k, op.n, op.a_dtype, op.b_dtype) == (2, 64, 32, "fp16", "fp16")
     (q,) = QuantGemmKernel(kind="w4a16", m=1, k=128, n=64, group_size=32, dtype="bf16").ops()
     assert q.b_dtype == "int4"
-    assert q.weight_bytes == 128 * 64 / 2
+    assert q.weight_bytes == 128 * 64 * (4 + SCALE_BITS_PER_GROUP / 32) / 8  # scales count
+
+
+@pytest.mark.parametrize("kind", ["w4a16", "w8a16"])
+def test_quantized_weight_bytes_follow_the_group_size(kind):
+    """The weight's bytes count one group of scales per group_size K rows, so g32, g128 and
+    g4096 differ (they did not: the kernel ignored its group size)."""
+    bits = 4 if kind == "w4a16" else 8
+    sizes = {}
+    for group in (32, 128, 4096):
+        (op,) = QuantGemmKernel(kind=kind, m=1, k=8192, n=4096, group_size=group).ops()
+        sizes[group] = op.weight_bytes
+        assert op.weight_bytes == 8192 * 4096 * quantized_weight_bits(bits, group) / 8
+    assert sizes[32] > sizes[128] > sizes[4096] > 8192 * 4096 * bits / 8
 
 
 def test_attention_and_elementwise_ops():
