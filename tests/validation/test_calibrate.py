@@ -48,9 +48,10 @@ def test_synthetic_knobs_recovered_within_2_percent(chip_name):
     for knob, value in truth.items():
         assert result.knobs[knob] == pytest.approx(value, rel=0.02), knob
         assert knob in result.fitted
-    # No kernel of the suite is vector-bound at this truth: the knob stays at the chip's value.
-    assert VECTOR_KNOB not in result.fitted
-    assert result.knobs[VECTOR_KNOB] == 1.0
+    # The weight-only quantized kernels dequantize on the vector lanes, in series with their
+    # MMAs: the vector knob is identified through them and recovered at its true value.
+    assert VECTOR_KNOB in result.fitted
+    assert result.knobs[VECTOR_KNOB] == pytest.approx(1.0, rel=0.02)
     print(f"\n{chip_name} recovered:", {k: f"{v:.4g}" for k, v in result.knobs.items()})
 
 
