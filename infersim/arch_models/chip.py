@@ -303,6 +303,10 @@ class Calibration(Spec):
         default=1.0, ge=MIN_EFFICIENCY, le=1,
         description="Achievable fraction of chip-link bandwidth",
     )
+    link_latency_factor: float = Field(
+        default=1.0, ge=0.01, le=100,
+        description="Multiplies the chip link's per-step latency of every collective",
+    )
     kernel_overhead_s: float = Field(
         default=0.0, ge=0, le=1, description="Fixed time added to every kernel launch in seconds"
     )

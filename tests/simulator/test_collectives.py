@@ -142,3 +142,10 @@ def test_pipeline_send_recv_of_activations():
     payload = 4 * L70.hidden_size * 2  # a micro-batch of 4 tokens' bf16 hidden states
     assert hop.count == 2 and hop.link_bytes == payload
     assert hop.time_s == pytest.approx(LATENCY_S + payload / BUS_BYTES_PER_S + LAUNCH_S)
+
+
+def test_the_link_latency_knob_scales_every_step():
+    ar = all_reduce(16e3)
+    slow = H100.with_(**{"calibration.link_latency_factor": 2.0})
+    assert collective_times_s(ar, slow)["tree"] - collective_times_s(ar, H100)["tree"] == (
+        pytest.approx(6 * LATENCY_S))

@@ -40,8 +40,9 @@ def collective_s(op: Collective, chip: Chip) -> float:
 def collective_times_s(op: Collective, chip: Chip) -> dict[str, float]:
     """Seconds of ``op`` over ``chip``'s chip-to-chip link with each of its algorithms
     (``ring``, ``tree``, ...): the algorithm's latency-bound steps x the link's per-step
-    latency, plus the bytes it sends over the busiest link over the achievable bus bandwidth
-    (peak x ``bus_bandwidth_efficiency`` x ``calibration.link_efficiency``).
+    latency (x ``calibration.link_latency_factor``), plus the bytes it sends over the busiest
+    link over the achievable bus bandwidth (peak x ``bus_bandwidth_efficiency`` x
+    ``calibration.link_efficiency``).
 
     Raises:
         InfersimError: ``chip`` has no chip-to-chip link.
@@ -53,8 +54,9 @@ def collective_times_s(op: Collective, chip: Chip) -> dict[str, float]:
         link.bandwidth_bytes_per_s * link.bus_bandwidth_efficiency
         * chip.calibration.link_efficiency
     )
+    step_s = link.latency_s * chip.calibration.link_latency_factor
     return {
-        name: steps * link.latency_s + sent_bytes / bus_bytes_per_s
+        name: steps * step_s + sent_bytes / bus_bytes_per_s
         for name, (steps, sent_bytes) in op.algorithms.items()
     }
 
