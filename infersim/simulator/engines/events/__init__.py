@@ -39,7 +39,7 @@ from infersim.simulator.results import Bound, OpCost
 from infersim.simulator.schedule import STANDALONE, Placement
 from infersim.workloads.ops import Conv2d, Gemm, OpBase
 
-MAX_BLOCKS = 128
+MAX_BLOCKS = 1024
 """Default blocks per core group: more tiles than this are merged (see :mod:`.plan`)."""
 
 _MEMO: OrderedDict[tuple[Any, ...], tuple[OpCost, Timeline]] = OrderedDict()

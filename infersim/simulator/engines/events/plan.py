@@ -22,8 +22,10 @@ the rescaling keeps every operand's total bytes exact. A group with more than ``
 tiles keeps its first and last tile and merges the tiles between them into consecutive blocks
 (the sums of their cycles, folds and bytes; a block reserves one tile's SRAM and streams like
 a tile): the pipeline fill and drain stay exact, and in steady state a block of identical
-tiles costs what its tiles cost. On the GEMMs checked (tests) the default of 128 blocks stays
-within 2.5% of the tile-by-tile simulation, which shows more burstiness.
+tiles costs what its tiles cost. On the GEMMs checked (tests) 128 blocks stay within 2.5% of
+the tile-by-tile simulation, which shows more burstiness; the default is 1024 (an L2-bound
+h100-sxm GEMM of 392 tiles per core group: 4.4% apart at 128 blocks, 1.8% from the analytic
+engine at 1024).
 """
 
 from __future__ import annotations
