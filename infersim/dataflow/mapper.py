@@ -523,8 +523,10 @@ def _traffic_aligns(chip: Chip) -> dict[str, tuple[int, ...]]:
 
 def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     """The tiling of the candidate grid (every template's ladders) and DRAM loop order that
-    moves the fewest DRAM bytes with its double-buffered SRAM tile fitting; the first in
-    ladder and order sequence among equals. None when nothing fits."""
+    moves the fewest DRAM bytes with its double-buffered SRAM tile fitting; among equals the
+    first in ladder and order sequence, or, where the best-bounded seeds already move only
+    the compulsory bytes (no tiling moves fewer), the first of those seeds. None when nothing
+    fits."""
     tile, _ = _grid(prob, None, chip, _traffic_aligns(chip), [{}])
     if not tile or len(tile["G"]) == 0:
         return None
@@ -545,7 +547,14 @@ def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     kept = np.arange(n)
     if n > 2 * SEEDS:
         seeds = np.sort(np.argpartition(floor, SEEDS - 1)[:SEEDS])
-        kept = np.flatnonzero(floor <= moved(seeds).min())
+        seed_bytes = moved(seeds)
+        best = float(seed_bytes.min())
+        if best <= float(floor.min()) / (1.0 - LOWER_BOUND_MARGIN) * (1.0 + 1e-12):
+            # a seed moves the compulsory bytes, which no candidate goes below: it is optimal
+            o, j = divmod(int(np.argmin(seed_bytes.reshape(-1))), len(seeds))
+            i = int(seeds[j])
+            return Tiling(tile={d: int(tile[d][i]) for d in DIMS}, order=ORDERS[o])
+        kept = np.flatnonzero(floor <= best)
     o, j = divmod(int(np.argmin(moved(kept).reshape(-1))), len(kept))
     i = int(kept[j])
     return Tiling(tile={d: int(tile[d][i]) for d in DIMS}, order=ORDERS[o])
