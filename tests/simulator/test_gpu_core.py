@@ -108,7 +108,8 @@ def test_dequantization_grows_with_the_rows_that_reuse_a_weight() -> None:
 
 @pytest.mark.parametrize("op", [gemm(8192, 8192, 8192), gemm(4096, 4096, 4096, "fp16", "q4_0"),
                                 gemm(1, 8192, 8192), gemm(1, 4096, 14336, "fp16", "q4_0"),
-                                gemm(2048, 8192, 8192, "fp8")])
+                                gemm(2048, 8192, 8192, "fp8"), gemm(4096, 7168, 4096),
+                                gemm(2048, 8192, 57344), gemm(64, 4096, 28672)])
 def test_engines_agree_on_gpu_gemms(op: Gemm) -> None:
     a, e = analytic.cost(op, H100), events.cost(op, H100)
     assert e.time_s == pytest.approx(a.time_s, rel=0.03)
@@ -170,3 +171,13 @@ def test_accumulators_fit_half_the_register_file() -> None:
         assert mapping.sram_bytes <= H100.sram.capacity_bytes
         a_b = 2 * (tile["P"] + tile["K"]) * tile["C"] * dtypes.nbytes(op.a_dtype)
         assert mapping.sram_bytes == pytest.approx(a_b)  # A and B, double-buffered
+
+
+def test_engines_agree_on_a_whole_prefill_step() -> None:
+    from infersim import simulate
+    from infersim.workloads import Scenario, load_model
+
+    model, scenario = load_model("llama-3-70b"), Scenario(phase="prefill", prompt_len=2048)
+    a, e = (simulate(H100, model, scenario, techniques="bf16", engine=x)
+            for x in ("analytic", "events"))
+    assert e.latency_s == pytest.approx(a.latency_s, rel=0.03)
