@@ -226,3 +226,16 @@ def test_the_engines_agree_on_scheduled_networks(chip_name: str, network: str) -
     assert math.isclose(e, a, rel_tol=0.03), f"{network} on {chip_name}: {e:.4g} vs {a:.4g} s"
     assert [c.dram_bytes for c in events] == pytest.approx([c.dram_bytes for c in analytic])
     assert sum(c.onchip_bytes for c in analytic) > 0  # the schedule took effect
+
+
+def test_a_port_capped_schedule_never_reports_negative_memory_time() -> None:
+    """A core port slower than the DRAM (fuzz case: edge-npu at 0.44 B/cycle per core) makes
+    the first load the slower one: what the schedule hides never exceeds what moves."""
+    from infersim import simulate
+    from infersim.workloads import Precision, Scenario, load_model
+
+    chip = load_chip("edge-npu").with_(**{"sram.fill_bytes_per_cycle": 0.44})
+    scenario = Scenario(phase="decode", batch=3, context_len=64,
+                        precision=Precision(weights="fp8_e4m3", act="bf16"))
+    cost = simulate(chip, load_model("deepseek-v2-lite"), scenario, engine="analytic")
+    assert all(c.memory_s >= 0 and c.time_s >= 0 for c in cost.ops)

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op, map_traffic
 from infersim.dataflow.loopnest import PY, Mapping, problem_of, tile_operand_bytes
-from infersim.dataflow.loopnest.figures import in_flight_cycles
+from infersim.dataflow.loopnest.figures import feed_bytes_per_cycle, in_flight_cycles
 from infersim.simulator.engines import attention, roofline, store
 from infersim.simulator.results import Bound, OpCost
 from infersim.simulator.schedule import STANDALONE, Placement, tensors
@@ -364,13 +364,13 @@ def _scheduled_mapping(
         map_s = r.map_s
         memory_s = dram_s
     else:  # the mapping's time rule with what the schedule kept and hid
-        per_cycle = per_s / freq
+        per_cycle = float(feed_bytes_per_cycle(chip, r.cores_used, PY))  # its ports' cap too
         first = r.first_load_cycles * (1.0 - r.input_share if place.input_on_chip else 1.0)
         weight_first = r.first_load_cycles * (1.0 - r.input_share)
         hidden_cycles = min(place.prefetch_s * freq, weight_first, first)
         first -= hidden_cycles
         last = 0.0 if place.output_on_chip else r.last_store_cycles
-        dram_cycles = dram_bytes / per_cycle - hidden_cycles
+        dram_cycles = max(dram_bytes / per_cycle - hidden_cycles, 0.0)
         busy = r.compute_cycles / cal.compute(problem_of(op).mac_class) * (1 + r.dequant_ratio)
         rest = max(dram_cycles - first - last, 0.0)
         total = first + max(busy, rest) + last + chip.dram.latency_s * freq
