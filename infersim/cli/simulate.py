@@ -149,6 +149,13 @@ def _print_ways_out(cost: PhaseCost) -> None:
     console.print(table)
 
 
+CalibrationOpt = Annotated[
+    Path | None,
+    typer.Option("--calibration", help="Calibration profile (infersim calibrate --profile) to "
+                 "apply to --chip; a profile for other chips is an error"),
+]
+
+
 def simulate_cmd(
     chip: ChipOpt,
     model: Annotated[str | None, typer.Option(help="Model preset name or config.json path")] = None,
@@ -175,6 +182,7 @@ def simulate_cmd(
         typer.Option(help="Write the event timeline as Chrome-trace JSON (--engine events)"),
     ] = None,
     as_json: JsonOpt = False,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Simulate one prefill or decode step of a model (or a custom operator list) on a chip."""
     from infersim.arch_models import load_chip
@@ -188,6 +196,10 @@ def simulate_cmd(
         if trace is not None and engine != "events":
             raise InfersimError(f"--trace needs --engine events (got --engine {engine})")
         the_chip = load_chip(chip)
+        if calibration is not None:
+            from infersim.validation.profiles import apply_profile
+
+            the_chip = apply_profile(the_chip, calibration)
         if workload is not None:
             wl = load_workload(workload)
             cost = simulate_ops(the_chip, wl.ops, name=wl.name, engine=engine, dataflow=dataflow)
@@ -333,6 +345,7 @@ def compare(
     engine: EngineOpt = DEFAULT_ENGINE,
     dataflow: DataflowOpt = "best",
     as_json: JsonOpt = False,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """What each technique stack costs and buys for one model step on one chip."""
     from infersim.arch_models import load_chip
@@ -342,6 +355,10 @@ def compare(
 
     with user_errors():
         the_chip = load_chip(chip)
+        if calibration is not None:
+            from infersim.validation.profiles import apply_profile
+
+            the_chip = apply_profile(the_chip, calibration)
         options = {
             "phase": phase.value,
             "batch": batch,

@@ -328,7 +328,8 @@ def calibrate_cmd(
     chip: Annotated[
         str | None,
         typer.Option(
-            help="Chip preset, YAML path or host-cpu to fit (default: the chip in results.json)"
+            help="Chip preset, YAML path or host-cpu to fit (default: the chip in results.json);"
+            " or a comma list of presets (a model row's own chip column wins)"
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the calibrated chip YAML here")] = None,
@@ -354,8 +355,29 @@ def calibrate_cmd(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    shared: Annotated[
+        bool | None,
+        typer.Option("--shared/--per-chip", help="One knob set for all chips, or one per chip "
+                     "(uses the model-row fit; default --shared)"),
+    ] = None,
+    knobs: Annotated[
+        str | None, typer.Option(help="Comma list of knobs to fit (default: those the rows move)")
+    ] = None,
+    folds: Annotated[int, typer.Option(min=0, help="K-fold cross-validation (0: none)")] = 0,
+    holdout_by: Annotated[
+        str | None, typer.Option(help="Hold out each chip, model or dtype in turn")
+    ] = None,
+    profile: Annotated[
+        Path | None, typer.Option(help="Write the fitted knobs as a calibration profile here")
+    ] = None,
+    polish_evals: Annotated[
+        int, typer.Option(min=0, help="Most engine evaluations of each fit's polish")
+    ] = 30,
 ) -> None:
-    """Fit a chip's calibration knobs to measurements; report held-out error; write YAML."""
+    """Fit a chip's calibration knobs to measurements; report held-out error; write YAML.
+
+    Model rows, several chips (--chip a,b,c), --shared/--per-chip, --knobs, --folds,
+    --holdout-by or --profile take the fit on kernel and model rows (docs/measurements.md)."""
     from infersim.arch_models import load_chip
     from infersim.validation.calibrate import calibrate, calibrated_chip, write_chip_yaml
     from infersim.validation.records import read_measurements
@@ -364,6 +386,13 @@ def calibrate_cmd(
         if engine not in ENGINES:
             raise InfersimError(f"unknown engine {engine!r}; allowed: {', '.join(ENGINES)}")
         data = read_measurements(measurements, file_format, parse_settings(defaults or []))
+        multi = chip is not None and "," in chip
+        if data.model_rows or multi or shared is not None or knobs or folds or holdout_by or (
+            profile is not None
+        ):
+            _calibrate_rows(data, chip, engine, shared is not False, knobs, folds, holdout_by,
+                            seed, polish_evals, (profile, out), as_json)  # fmt: skip
+            return
         if not data.rows:
             raise InfersimError(
                 f"{measurements}: {len(data.model_rows)} model row(s) and no kernel rows: "
@@ -398,6 +427,101 @@ def calibrate_cmd(
         _print_report(report)
         if out is not None:
             console.print(f"calibrated chip {result.name!r} written to {out}")
+
+
+def _calibrate_rows(
+    data: Any, chip: str | None, engine: str, shared: bool, knobs: str | None, folds: int,
+    holdout_by: str | None, seed: int, polish_evals: int,
+    outputs: tuple[Path | None, Path | None], as_json: bool,
+) -> None:
+    """The fit on kernel and model rows over one or several chips (inside ``user_errors``);
+    ``outputs``: where the profile and (one chip only) the calibrated chip YAML go."""
+    import datetime as dt
+
+    from infersim.arch_models import load_chip
+    from infersim.validation.calibrate import write_chip_yaml
+    from infersim.validation.fitting import build_problem
+    from infersim.validation.heldout import calibrate_problem
+    from infersim.validation.profiles import profile_from, write_profile
+
+    names = [c.strip() for c in (chip or "").split(",") if c.strip()]
+    if HOST_CHIP in names:
+        raise InfersimError(f"--chip {HOST_CHIP} measures this host and takes the kernel fit: "
+                            "give kernel rows only, without the model-row options")  # fmt: skip
+    names += sorted({r.chip for r in data.model_rows if r.chip and r.chip not in names})
+    if not names and data.chip is not None:
+        chips = {data.chip.name: data.chip}
+    else:
+        if not names:
+            raise InfersimError("no chip: pass --chip (a preset or a comma list) or give the "
+                                "rows a chip column")  # fmt: skip
+        chips = {n: load_chip(n) for n in names}
+        chips = {c.name: c for c in chips.values()}
+    default = next(iter(chips)) if len(chips) == 1 or (chip and "," not in chip) else None
+    problem = build_problem(data.rows, data.model_rows, chips, default)
+    knob_list = [k.strip() for k in knobs.split(",") if k.strip()] if knobs else None
+    result, report = calibrate_problem(problem, knob_list, shared, engine, folds, holdout_by,
+                                       seed, polish_evals)  # fmt: skip
+    profile, out = outputs
+    if out is not None and len(result.chips) != 1:
+        raise InfersimError(f"--out writes one chip's YAML and the fit has {len(result.chips)}: "
+                            "write them with --profile")  # fmt: skip
+    if profile is not None:
+        write_profile(profile_from(result, report), profile)
+    if out is not None:
+        ((name, fitted),) = result.chips.items()
+        hold = report["holdout"]
+        note = (f"{name} calibrated {dt.date.today().isoformat()} by infersim calibrate on "
+                f"{report['n_rows']} rows: MAPE {report['fit']['mape_before']:.1%} -> "
+                f"{report['fit']['mape_after']:.1%}"
+                + (f", held-out ({hold['method']}) {hold['mape_after']:.1%}" if hold else ""))
+        write_chip_yaml(fitted.with_(name=f"{name}-calibrated"[:64], description=note), out)
+    report["profile"] = str(profile) if profile else None
+    report["out"] = str(out) if out else None
+    if as_json:
+        print_json(report)
+        return
+    _print_fit_report(report)
+
+
+def _print_fit_report(report: dict[str, Any]) -> None:
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1%}"
+
+    fit, hold = report["fit"], report["holdout"]
+    table = Table(title=f"calibration ({report['mode']}) of {plain(', '.join(report['chips']))}")
+    for col in ("rows", "targets", "MAPE before", "MAPE after"):
+        table.add_column(col, justify="left" if col == "rows" else "right")
+    table.add_row("fit (all rows)", str(report["n_targets"]), pct(fit["mape_before"]),
+                  pct(fit["mape_after"]))  # fmt: skip
+    for cls, v in fit["by_class"].items():
+        table.add_row(f"  {plain(cls)}", str(v["n"]), pct(v["mape_before"]), pct(v["mape_after"]))
+    if hold:
+        table.add_row(f"held-out ({hold['method']})", str(report["n_targets"]),
+                      pct(hold["mape_before"]), pct(hold["mape_after"]))  # fmt: skip
+        for g, v in hold["by_group"].items():
+            table.add_row(f"  {plain(g)}", str(v["n"]), pct(v["mape_before"]),
+                          pct(v["mape_after"]))  # fmt: skip
+    console.print(table)
+    knobs = Table(title="knobs")
+    for col in ("group", "knob", "value", "preset", "rse", "note"):
+        knobs.add_column(col, justify="right" if col in ("value", "preset", "rse")
+                         else "left", no_wrap=col == "knob")  # fmt: skip
+    for group, ks in report["knobs"].items():
+        for k in ks:
+            note = (f"at {k['at_bound']} bound" if k["at_bound"] else "") + (
+                "" if k["identifiable"] else " not identifiable")
+            rse = "-" if k["rse"] is None else f"{k['rse']:.1%}"
+            knobs.add_row(plain(group), k["knob"], f"{k['value']:.4g}", f"{k['preset']:.4g}",
+                          rse, note.strip())  # fmt: skip
+    console.print(knobs)
+    for w in report["warnings"]:
+        err_console.print(f"warning: {w}", markup=False, highlight=False)
+    console.print("fit: good" if report["good"] else "fit: NOT good (see the warnings)")
+    if report.get("profile"):
+        console.print(f"calibration profile written to {report['profile']}")
+    if report.get("out"):
+        console.print(f"calibrated chip written to {report['out']}")
 
 
 def parse_settings(items: list[str]) -> dict[str, str]:
