@@ -137,6 +137,16 @@ def _model_precision(rec: ModelRecord) -> Precision:
     return Precision(**{k: v for k, v in given.items() if v is not None})
 
 
+def _with_parallelism(rec: ModelRecord) -> str:
+    """The row's technique stack with its tensor and pipeline parallelism (``tp=N``,
+    ``pp=S``) added where the stack does not already say them."""
+    parts = [t for t in rec.techniques.split("+") if t]
+    for key, n in (("tp", rec.tensor_parallel), ("pp", rec.pipeline_parallel)):
+        if n > 1 and not any(t.startswith(f"{key}=") for t in parts):
+            parts.append(f"{key}={n}")
+    return "+".join(parts)
+
+
 def model_targets(problem: Problem, rec: ModelRecord, chip: str, row: int) -> None:
     """Add ``rec``'s metrics as targets (see the module doc).
 
@@ -161,7 +171,7 @@ def model_targets(problem: Problem, rec: ModelRecord, chip: str, row: int) -> No
     elif rec.scenario == "serving":
         batch = rec.max_concurrency or rec.batch
     requests = batch * waves
-    tech = rec.techniques
+    tech = _with_parallelism(rec)
 
     def step(phase: str, context: int) -> int:
         sc = Scenario(

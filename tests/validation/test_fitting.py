@@ -337,6 +337,22 @@ def test_model_row_metrics_map_onto_steps() -> None:
     assert seconds["requests_per_s"] == 8
 
 
+def test_a_tensor_parallel_row_is_costed_with_its_parallelism() -> None:
+    from infersim import simulate
+    from infersim.workloads import Scenario, load_model
+
+    chip = load_chip("h100-sxm")
+    row = ModelRecord(model="llama-3-8b", phase="decode", output_len=2, tensor_parallel=4,
+                      tpot_s={"mean": 1.0})  # fmt: skip
+    problem = build_problem([], [row], {"h100-sxm": chip}, "h100-sxm")
+    pred = predict_targets(problem, problem.chips, "analytic")[0]
+    scenario = Scenario(phase="decode", batch=1, context_len=0)
+    expected = simulate(chip, load_model("llama-3-8b"), scenario, techniques="tp=4",
+                        ways_out=False).latency_s  # fmt: skip
+    assert pred == pytest.approx(expected)
+    assert pred < simulate(chip, load_model("llama-3-8b"), scenario, ways_out=False).latency_s
+
+
 def test_a_mispredicted_held_out_group_is_not_good() -> None:
     chips = {n: load_chip(n) for n in FAMILY}
     problem = measured(build_problem([], model_rows(FAMILY), chips))
