@@ -140,6 +140,13 @@ def _try_axis(base: Chip, key: str, paths: tuple[str, ...], values: Any) -> list
     return problems
 
 
+def _calibrated(chip: Chip, profile: str) -> Chip:
+    """``chip`` with the calibration profile at ``profile`` applied."""
+    from infersim.validation.profiles import apply_profile
+
+    return apply_profile(chip, profile)
+
+
 def _load_base(chip: str | dict[str, Any]) -> Chip:
     if isinstance(chip, dict):
         return validate_model(Chip, chip, "inline chip")
@@ -156,6 +163,26 @@ class ChipEntry(_Strict):
     axes: dict[str, AxisValues] = Field(
         default_factory=dict, description="Dotted chip path → list of values or a range"
     )
+    calibration: str | None = Field(
+        default=None, max_length=4096,
+        description="A calibration profile (infersim calibrate --profile) applied to the base "
+        "chip before its axes",
+    )
+
+    @field_validator("calibration", mode="after")
+    @classmethod
+    def _profile(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        value = str(Path(value).expanduser() if Path(value).is_absolute()
+                    else Path((info.context or {}).get("base_dir", ".")) / value)
+        chip = info.data.get("chip")
+        try:
+            if chip is not None:
+                _calibrated(_load_base(chip), value)
+        except InfersimError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("chip", mode="after")
     @classmethod
@@ -204,8 +231,9 @@ class ChipEntry(_Strict):
         return parsed
 
     def base_chip(self) -> Chip:
-        """The validated base chip."""
-        return _load_base(self.chip)
+        """The validated base chip, calibrated by the entry's profile when it names one."""
+        base = _load_base(self.chip)
+        return base if self.calibration is None else _calibrated(base, self.calibration)
 
     @property
     def name(self) -> str:

@@ -175,3 +175,22 @@ def test_a_non_finite_constraint_bound_is_refused(bound: str):
 
     with pytest.raises(ConfigError, match="not a finite number"):
         parse_constraint(f"area_mm2 <= {bound}")
+
+
+def test_a_chip_entry_applies_its_calibration_profile(tmp_path: Path):
+    """``calibration:`` on a chip entry applies a profile (infersim calibrate --profile) to the
+    base chip, so a sweep and its report cost the calibrated chip; one for another chip is an
+    error naming the field."""
+    profile = Path("infersim/validation/data/public_gpu/profiles/h100-sxm.yaml").resolve()
+    doc = {"chips": [{"chip": "h100-sxm", "calibration": str(profile)}],
+           "workloads": [{"model": "tiny-test"}]}
+    base = parse_spec(doc).chips[0].base_chip()
+    assert base.calibration.dram_bandwidth_efficiency < 1.0
+    assert base.name == "h100-sxm"
+    with pytest.raises(ConfigError, match="calibration"):
+        parse_spec({**doc, "chips": [{"chip": "a100-sxm-80gb", "calibration": str(profile)}]})
+    (tmp_path / "p.yaml").write_text(profile.read_text())
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text("chips:\n  - {chip: h100-sxm, calibration: p.yaml}\n"
+                         "workloads:\n  - {model: tiny-test}\n")
+    assert load_spec(spec_file).chips[0].base_chip().calibration == base.calibration
