@@ -6,8 +6,11 @@ mean context) of a model through :func:`infersim.simulate`. A model row's metric
 steps (:func:`model_targets`): TTFT is the prefill; TPOT and ITL one decode step; the latency
 of an end-to-end run is the prefill plus ``output_len - 1`` decode steps; a rate (tokens/s,
 requests/s) is its tokens (requests) over that time, so it is fitted as that time. Offline rows
-run in waves of ``max_batch`` sequences. Serving rows are predicted as such steps at batch
-``max_concurrency`` (or ``batch``), without queueing: a fit on them is approximate.
+run in waves of ``max_batch`` sequences. A serving row's TTFT, TPOT, ITL, latency and
+requests/s or output tokens/s are predicted by the serving simulator (continuous batching at the
+row's request rate, at most ``max_concurrency`` in flight, :data:`SERVING_REQUESTS` requests):
+its steps without queueing (at batch ``max_concurrency`` or ``batch``) only start the fit, and
+the engine polish and every reported prediction use the simulation.
 
 :func:`fit_knobs` minimizes the robust (soft-L1, :data:`F_SCALE`) norm of log(predicted /
 measured) plus a weak prior (:data:`PRIOR_WEIGHT` per knob) toward the chip preset's values.
@@ -107,6 +110,73 @@ class Target:
     dtype: str
     cls: str
     row: int
+    serving: ServingRun | None = None
+    """A serving row's metric: predicted by the serving simulator (the ``terms``, its steps
+    without queueing, only start the fit)."""
+
+
+SERVING_REQUESTS = 400
+"""Most requests a serving row's simulation runs (the first of the measured run's)."""
+
+
+@dataclass(frozen=True)
+class ServingRun:
+    """What the serving simulator runs for a serving row, and which figure of its summary
+    the row's metric is: ``key`` (``ttft_s``, ``tpot_s``, ``e2e_s``, or a throughput),
+    ``stat`` (``p50`` or ``mean``), and for a rate the ``count`` the measured seconds are of."""
+
+    model: Any
+    precision: Precision
+    techniques: str
+    rate_per_s: float
+    requests: int
+    prompt_len: int
+    output_len: int
+    max_concurrency: int | None
+    key: str
+    stat: str
+    count: float | None = None
+
+    def seconds(self, chip: Chip, engine: str) -> float:
+        """The predicted seconds this target compares with its measurement."""
+        summary = _serve(self, chip, engine)
+        value = summary[self.key]
+        value = float(value[self.stat] if isinstance(value, dict) else value)
+        return value if self.count is None else self.count / value
+
+
+_SERVED: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def _serve(run: ServingRun, chip: Chip, engine: str) -> dict[str, Any]:
+    """The serving simulator's summary of ``run`` on ``chip`` (memoized per chip and run)."""
+    from infersim.simulator.serving import (
+        ContinuousBatching,
+        ServingConfig,
+        Workload,
+        simulate_serving,
+    )
+    from infersim.simulator.serving.workload import parse_arrivals, parse_length
+
+    key = (chip.key, engine, run.model.name, run.precision, run.techniques, run.rate_per_s,
+           run.requests, run.prompt_len, run.output_len, run.max_concurrency)  # fmt: skip
+    found = _SERVED.get(key)
+    if found is None:
+        arrivals = ("burst" if math.isinf(run.rate_per_s)
+                    else f"poisson:{run.rate_per_s:.12g}")  # fmt: skip
+        workload = Workload(arrivals=parse_arrivals(arrivals), requests=run.requests,
+                            prompt_len=parse_length(str(run.prompt_len)),
+                            output_len=parse_length(str(run.output_len)))  # fmt: skip
+        scheduler = (ContinuousBatching(max_batch_size=run.max_concurrency)
+                     if run.max_concurrency else ContinuousBatching())  # fmt: skip
+        result = simulate_serving(chip, run.model, ServingConfig(workload=workload,
+                                                             scheduler=scheduler),
+                                  run.techniques or None, engine)  # fmt: skip
+        found = dict(result.summary)
+        if len(_SERVED) > 256:
+            _SERVED.clear()
+        _SERVED[key] = found
+    return found
 
 
 @dataclass
@@ -135,6 +205,17 @@ class Problem:
 def _model_precision(rec: ModelRecord) -> Precision:
     given = {"weights": rec.weights_dtype, "act": rec.act_dtype, "kv": rec.kv_dtype}
     return Precision(**{k: v for k, v in given.items() if v is not None})
+
+
+_SERVED_METRICS: dict[str, tuple[str, bool]] = {
+    "ttft_s": ("ttft_s", False),
+    "tpot_s": ("tpot_s", False),
+    "itl_s": ("tpot_s", False),
+    "latency_s": ("e2e_s", False),
+    "requests_per_s": ("throughput_requests_per_s", True),
+    "output_tokens_per_s": ("throughput_tokens_per_s", True),
+}
+"""A serving row's metric → (the serving summary's figure, whether it is a rate)."""
 
 
 def _with_parallelism(rec: ModelRecord) -> str:
@@ -218,9 +299,20 @@ def model_targets(problem: Problem, rec: ModelRecord, chip: str, row: int) -> No
     for metric, stat in rec.metrics().items():
         terms, count = how[metric]
         seconds = stat.central if count is None else count / stat.central
-        problem.targets.append(
-            Target(rec.label, metric, float(seconds), terms, chip, rec.model, dtype, cls, row)
-        )
+        serving = None
+        if rec.scenario == "serving" and metric in _SERVED_METRICS and rec.request_rate_per_s:
+            key, is_rate = _SERVED_METRICS[metric]
+            median = stat.median is not None or "p50" in stat.percentiles
+            n = min(rec.num_requests or SERVING_REQUESTS, SERVING_REQUESTS)
+            serving = ServingRun(
+                model, precision, tech, float(rec.request_rate_per_s), n,
+                max(rec.prompt_len, 1), max(rec.output_len, 1), rec.max_concurrency, key,
+                "p50" if median and not is_rate else "mean",
+                float(count) if is_rate and count is not None else None,  # as the measurement
+            )  # fmt: skip
+        problem.targets.append(Target(
+            rec.label, metric, float(seconds), terms, chip, rec.model, dtype, cls, row, serving
+        ))
 
 
 def kernel_target(problem: Problem, m: Measured, chip: str, row: int) -> None:
@@ -292,12 +384,16 @@ def unit_op_times(unit: Unit, chip: Chip, engine: str) -> np.ndarray:
 
 def predict_targets(problem: Problem, chips: dict[str, Chip], engine: str) -> np.ndarray:
     """Each target's predicted seconds on ``chips`` (by name) through the engine."""
-    used = sorted({u for t in problem.targets for u, _ in t.terms})
+    used = sorted({u for t in problem.targets if t.serving is None for u, _ in t.terms})
     times = {
         u: float(unit_op_times(problem.units[u], chips[problem.units[u].chip], engine).sum())
         for u in used
     }
-    return np.array([sum(w * times[u] for u, w in t.terms) for t in problem.targets])
+    return np.array([
+        t.serving.seconds(chips[t.chip], engine) if t.serving is not None
+        else sum(w * times[u] for u, w in t.terms)
+        for t in problem.targets
+    ])
 
 
 def check_knobs(knobs: Sequence[str]) -> list[str]:
