@@ -52,6 +52,7 @@ from infersim import dtypes
 from infersim.validation.suite import (
     ACTIVATION_FLOPS_PER_ELEMENT,
     KernelBase,
+    check_attention_shape,
     epilogue_ops,
     quantized_weight_bits,
 )
@@ -142,12 +143,7 @@ class AttentionRecord(KernelBase):
 
     @model_validator(mode="after")
     def _shapes(self) -> AttentionRecord:
-        if self.heads % self.kv_heads:
-            raise ValueError(
-                f"heads(={self.heads}) must be a multiple of kv_heads(={self.kv_heads})"
-            )
-        if self.causal and self.q_len > self.kv_len:
-            raise ValueError(f"causal needs q_len(={self.q_len}) <= kv_len(={self.kv_len})")
+        check_attention_shape(self.heads, self.kv_heads, self.q_len, self.kv_len, self.causal)
         return self
 
     @property

@@ -134,6 +134,16 @@ class QuantGemmKernel(SuiteKernel):
         ]  # fmt: skip
 
 
+def check_attention_shape(heads: int, kv_heads: int, q_len: int, kv_len: int,
+                          causal: bool) -> None:
+    """Raise ValueError for an attention shape no kernel runs: query heads that are not a
+    multiple of the KV heads, or a causal mask over more queries than keys."""
+    if heads % kv_heads:
+        raise ValueError(f"heads(={heads}) must be a multiple of kv_heads(={kv_heads})")
+    if causal and q_len > kv_len:
+        raise ValueError(f"causal needs q_len(={q_len}) <= kv_len(={kv_len})")
+
+
 class AttentionKernel(SuiteKernel):
     """Attention of ``q_len`` queries over ``kv_len`` keys per sequence, fused (FlashAttention)
     or unfused (scores and probabilities through memory); GQA when ``kv_heads < heads``.
@@ -151,14 +161,9 @@ class AttentionKernel(SuiteKernel):
 
     @model_validator(mode="after")
     def _shapes(self) -> AttentionKernel:
-        if self.heads % self.kv_heads:
-            raise ValueError(
-                f"heads(={self.heads}) must be a multiple of kv_heads(={self.kv_heads})"
-            )
+        check_attention_shape(self.heads, self.kv_heads, self.q_len, self.kv_len, self.causal)
         if self.head_dim & (self.head_dim - 1):
             raise ValueError(f"head_dim(={self.head_dim}) must be a power of two")
-        if self.causal and self.q_len > self.kv_len:
-            raise ValueError(f"causal needs q_len(={self.q_len}) <= kv_len(={self.kv_len})")
         return self
 
     @property
