@@ -307,9 +307,13 @@ def _grid(
     chip: Chip,
     aligns: dict[str, tuple[int, ...]],
     rf_opts: list[dict[str, int]],
+    maximal: bool = False,
 ) -> tuple[dict[str, Arr], dict[str, Arr]]:
     """The candidates of the ladders with ``aligns`` (per cut dim) and the RF choices
-    ``rf_opts`` whose SRAM tile (and, with a template that splits the RF, PE working set) fits."""
+    ``rf_opts`` whose SRAM tile (and, with a template that splits the RF, PE working set) fits;
+    with ``maximal``, only those no other fitting candidate covers in every dim (the SRAM need
+    grows with every extent, so the fitting set is closed downward and a candidate is covered
+    exactly when one step up some ladder still fits)."""
     axes = [np.array(_axis(prob, tpl, d, aligns[d]), dtype=np.float64) for d in _CUT]
     split = tpl.rf_split if tpl is not None else ()
     options = np.array([[o[d] for d in split] for o in rf_opts], dtype=np.float64)
@@ -330,6 +334,12 @@ def _grid(
                          shape)  # fmt: skip
     if tpl is not None and tpl.rf_split:
         ok = ok & (rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9)
+    if maximal:
+        up = np.zeros(shape, dtype=bool)
+        for j in range(len(_CUT)):  # the ladders descend: one step up is one index down
+            lead = (slice(None),) * j
+            up[(*lead, slice(1, None))] |= ok[(*lead, slice(None, -1))]
+        ok = ok & ~up
     at = np.unravel_index(np.flatnonzero(ok), shape)
     fit: dict[str, Arr] = {d: a[at[i]] for i, (d, a) in enumerate(zip(_CUT, axes, strict=True))}
     n = len(at[0])
@@ -524,10 +534,15 @@ def _traffic_aligns(chip: Chip) -> dict[str, tuple[int, ...]]:
 def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     """The tiling of the candidate grid (every template's ladders) and DRAM loop order that
     moves the fewest DRAM bytes with its double-buffered SRAM tile fitting; among equals the
-    first in ladder and order sequence, or, where the best-bounded seeds already move only
-    the compulsory bytes (no tiling moves fewer), the first of those seeds. None when nothing
-    fits."""
-    tile, _ = _grid(prob, None, chip, _traffic_aligns(chip), [{}])
+    first in order and ladder sequence (on one core), or, where the best-bounded seeds already
+    move only the compulsory bytes (no tiling moves fewer), the first of those seeds. None
+    when nothing fits.
+
+    On one core a larger tile never moves more bytes (every tile count, hence every refetch
+    and halo, only falls), and of two tied candidates the larger comes first in the descending
+    ladders: only the candidates no other fitting one covers are priced."""
+    one_core = chip.cores == 1
+    tile, _ = _grid(prob, None, chip, _traffic_aligns(chip), [{}], maximal=one_core)
     if not tile or len(tile["G"]) == 0:
         return None
     counts = {d: NP.ceil_div(float(prob.dims[d]), tile[d]) for d in DIMS}
@@ -545,7 +560,7 @@ def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     n = len(tile["G"])
     floor = np.broadcast_to(compulsory_bytes(prob, counts), (n,)) * (1.0 - LOWER_BOUND_MARGIN)
     kept = np.arange(n)
-    if n > 2 * SEEDS:
+    if n > 2 * SEEDS and not one_core:
         seeds = np.sort(np.argpartition(floor, SEEDS - 1)[:SEEDS])
         seed_bytes = moved(seeds)
         best = float(seed_bytes.min())
