@@ -234,6 +234,19 @@ def _aligns(tpl: Template, dim: str, chip: Chip) -> tuple[int, ...]:
     return ()
 
 
+def _uncovered(fits: Any, step: int, axes: int | None = None) -> Any:
+    """The entries of the boolean grid ``fits`` (closed downward: a fitting entry's smaller
+    neighbours fit too) that no other fitting entry covers in every axis: those whose one step
+    up (index + ``step``) along each of the first ``axes`` axes (default: all) does not fit."""
+    up = np.zeros(fits.shape, dtype=bool)
+    for j in range(fits.ndim if axes is None else axes):
+        lead = (slice(None),) * j
+        here, above = (slice(None, -1), slice(1, None)) if step > 0 else (slice(1, None),
+                                                                          slice(None, -1))
+        up[(*lead, here)] |= fits[(*lead, above)]
+    return fits & ~up
+
+
 def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]]:
     """Register-file factor choices whose PE working set fits (Pareto-largest, at most 16)."""
     if not tpl.rf_split:
@@ -247,15 +260,7 @@ def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]
         return []
     # The RF need grows with every factor, so the fitting factors are closed downward: one is
     # dominated by another that fits exactly when one step up some axis still fits.
-    fits = ok.reshape([len(a) for a in axes])
-    up = np.zeros_like(fits)
-    for j in range(fits.ndim):
-        step = [slice(None)] * fits.ndim
-        step[j] = slice(None, -1)
-        nxt = [slice(None)] * fits.ndim
-        nxt[j] = slice(1, None)
-        up[tuple(step)] |= fits[tuple(nxt)]
-    best = grid[(fits & ~up).reshape(-1)]
+    best = grid[_uncovered(ok.reshape([len(a) for a in axes]), step=1).reshape(-1)]
     best = best[np.argsort(-np.prod(best, axis=1), kind="stable")][:_RF_OPTIONS_MAX]
     return [{d: int(v) for d, v in zip(tpl.rf_split, row, strict=True)} for row in best]
 
@@ -334,12 +339,8 @@ def _grid(
                          shape)  # fmt: skip
     if tpl is not None and tpl.rf_split:
         ok = ok & (rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9)
-    if maximal:
-        up = np.zeros(shape, dtype=bool)
-        for j in range(len(_CUT)):  # the ladders descend: one step up is one index down
-            lead = (slice(None),) * j
-            up[(*lead, slice(1, None))] |= ok[(*lead, slice(None, -1))]
-        ok = ok & ~up
+    if maximal:  # the ladders descend: one step up is one index down
+        ok = _uncovered(ok, step=-1, axes=len(_CUT))
     at = np.unravel_index(np.flatnonzero(ok), shape)
     fit: dict[str, Arr] = {d: a[at[i]] for i, (d, a) in enumerate(zip(_CUT, axes, strict=True))}
     n = len(at[0])
