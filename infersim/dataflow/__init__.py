@@ -15,6 +15,7 @@ from infersim.dataflow.mapper import (
     map_op,
     map_traffic,
     mapping_cost,
+    traffic_of,
 )
 from infersim.dataflow.scalesim_io import (
     REPORT_COLUMNS,
@@ -49,4 +50,5 @@ __all__ = [
     "read_config",
     "read_topology",
     "scalesim_report",
+    "traffic_of",
 ]

@@ -43,7 +43,9 @@ from infersim.dataflow.energy import energy, mac_energy_pj, traffic_pj
 from infersim.dataflow.loopnest import (
     DIMS,
     NP,
+    PY,
     TILEABLE,
+    Access,
     Arr,
     Mapping,
     Problem,
@@ -60,6 +62,7 @@ from infersim.dataflow.loopnest.figures import (
     Prepared,
     compulsory_bytes,
     lower_bound_cycles,
+    multicast_of,
     prepare,
     total_cycles_at,
 )
@@ -138,6 +141,8 @@ STATS = {"searches": 0, "reused": 0}
 def clear_cache() -> None:
     """Forget every memoized mapping and search (and reset :data:`STATS`)."""
     _CACHE.clear()
+    _TRAFFIC.clear()
+    _GRIDS.clear()
     _SEARCHES.clear()
     _SEARCHES_BYTES[0] = 0
     STATS.update(searches=0, reused=0)
@@ -306,6 +311,34 @@ def register_fit(prob: Problem, tpl: Template | None, tile: dict[str, Any], chip
     return ok & (out * ACCUMULATOR_BYTES <= budget)
 
 
+_GRIDS: OrderedDict[tuple[Any, ...], tuple[dict[str, Arr], dict[str, Arr]]] = OrderedDict()
+_GRIDS_MAX = 4096
+"""Fitting candidate grids by everything :func:`_grid` reads (see :func:`_grid_key`)."""
+
+
+def _grid_key(
+    prob: Problem, tpl: Template | None, chip: Chip, axes: list[list[int]],
+    rf_opts: list[dict[str, int]], maximal: bool,
+) -> tuple[Any, ...]:
+    """What the fitting candidates of :func:`_grid` depend on: the ladders, the RF choices, the
+    capacities, and of the op only the operand widths, the dims never cut, the input's padded
+    rows where some tile's window would reach past them, and the rows ``min_tile_rows`` asks
+    for. Ops that differ elsewhere (a GEMM's token count past the largest tile rows, say)
+    share one grid."""
+    p_axis = axes[_CUT.index("P")]
+    dims, stride = prob.dims, prob.stride
+    rows_cap = prob.padded_h if prob.padded_h < (max(p_axis) - 1) * stride + dims["R"] else None
+    min_rows = None
+    if tpl is not None and tpl.min_tile_rows > 1:
+        min_rows = min(tpl.min_tile_rows, math.prod(dims[d] for d in tpl.rows))
+    return (
+        tpl, tuple(map(tuple, axes)), tuple(tuple(o.items()) for o in rf_opts), maximal,
+        stride, dims["Q"], dims["R"], dims["S"], rows_cap, min(prob.padded_w,
+        (dims["Q"] - 1) * stride + dims["S"]), tuple(prob.operand_bytes.items()), min_rows,
+        chip.sram.capacity_bytes, chip.register_file.bytes_per_pe, chip.array.pes,
+    )  # fmt: skip
+
+
 def _grid(
     prob: Problem,
     tpl: Template | None,
@@ -314,12 +347,37 @@ def _grid(
     rf_opts: list[dict[str, int]],
     maximal: bool = False,
 ) -> tuple[dict[str, Arr], dict[str, Arr]]:
-    """The candidates of the ladders with ``aligns`` (per cut dim) and the RF choices
+    """:func:`_fitting`, memoized by :func:`_grid_key` (the arrays are read-only)."""
+    axes = [_axis(prob, tpl, d, aligns[d]) for d in _CUT]
+    key = _grid_key(prob, tpl, chip, axes, rf_opts, maximal)
+    found = _GRIDS.get(key)
+    if found is None:
+        found = _fitting(prob, tpl, chip, axes, rf_opts, maximal)
+        for part in found:
+            for v in part.values():
+                v.flags.writeable = False
+        _GRIDS[key] = found
+        while len(_GRIDS) > _GRIDS_MAX:
+            _GRIDS.popitem(last=False)
+    else:
+        _GRIDS.move_to_end(key)
+    return found
+
+
+def _fitting(
+    prob: Problem,
+    tpl: Template | None,
+    chip: Chip,
+    ladders: list[list[int]],
+    rf_opts: list[dict[str, int]],
+    maximal: bool = False,
+) -> tuple[dict[str, Arr], dict[str, Arr]]:
+    """The candidates of the ``ladders`` (per cut dim, descending) and the RF choices
     ``rf_opts`` whose SRAM tile (and, with a template that splits the RF, PE working set) fits;
     with ``maximal``, only those no other fitting candidate covers in every dim (the SRAM need
     grows with every extent, so the fitting set is closed downward and a candidate is covered
     exactly when one step up some ladder still fits)."""
-    axes = [np.array(_axis(prob, tpl, d, aligns[d]), dtype=np.float64) for d in _CUT]
+    axes = [np.array(ladder, dtype=np.float64) for ladder in ladders]
     split = tpl.rf_split if tpl is not None else ()
     options = np.array([[o[d] for d in split] for o in rf_opts], dtype=np.float64)
     shape = (*(len(a) for a in axes), len(rf_opts))  # the grid in itertools.product order
@@ -576,6 +634,48 @@ def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     return Tiling(tile={d: int(tile[d][i]) for d in DIMS}, order=ORDERS[o])
 
 
+def _traffic_tiling(op: OpBase, prob: Problem, chip: Chip) -> Tiling:
+    """The tiling :func:`map_traffic` picks (searched once per op and geometry)."""
+    geometry = (chip.sram.capacity_bytes, chip.array.rows, chip.array.cols)
+    tiling: Tiling | None = _search_cache((op.signature(), "traffic", geometry),
+                                          lambda: _fewest_bytes(prob, chip))  # fmt: skip
+    if tiling is None:
+        raise InfersimError(
+            f"no tiling of {op.kind} {op.name!r} fits {chip.sram.capacity_bytes} B of SRAM "
+            f"(chip {chip.name!r})"
+        )
+    return tiling
+
+
+def traffic_of(op: OpBase, chip: Chip) -> dict[str, Access]:
+    """DRAM reads and writes per operand (bytes) of the tiling :func:`map_traffic` picks: the
+    same figures as its mapping's ``traffic["dram"]`` (the same operations), without building
+    the rest of the mapping, which the engines' shared-SRAM level does not read.
+
+    Raises:
+        InfersimError: as :func:`map_traffic`.
+    """
+    key = (op.signature(), chip.key, "traffic-dram")
+    found = _TRAFFIC.get(key)
+    if found is None:
+        prob = problem_of(op)
+        tiling = _traffic_tiling(op, prob, chip)
+        tile = tiling.extents(prob)
+        order = (*tiling.order, *(d for d in TILEABLE if d not in tiling.order))
+        counts = {d: PY.ceil_div(float(prob.dims[d]), float(tile[d])) for d in DIMS}
+        reads, writes, _ = dram_traffic(prob, counts, (order,), chip.cores, PY,
+                                        multicast_of(chip))  # fmt: skip
+        found = {name: Access(float(reads[name]), float(writes[name])) for name in OPERANDS}
+        _TRAFFIC[key] = found
+        while len(_TRAFFIC) > _CACHE.maxsize:
+            _TRAFFIC.popitem(last=False)
+    return found
+
+
+_TRAFFIC: OrderedDict[tuple[Any, ...], dict[str, Access]] = OrderedDict()
+""":func:`traffic_of` by (op signature, whole chip): its warm path."""
+
+
 def map_traffic(op: OpBase, chip: Chip) -> Mapping:
     """The mapping of one repetition of ``op`` on ``chip`` that moves the fewest DRAM bytes
     (on a chip of several cores, with the copies each core fetches): the level of a memory
@@ -593,14 +693,7 @@ def map_traffic(op: OpBase, chip: Chip) -> Mapping:
     key = (op.signature(), chip.key, "traffic")
     found = _CACHE.get(key)
     if found is None:
-        geometry = (chip.sram.capacity_bytes, chip.array.rows, chip.array.cols)
-        tiling = _search_cache((op.signature(), "traffic", geometry),
-                               lambda: _fewest_bytes(prob, chip))  # fmt: skip
-        if tiling is None:
-            raise InfersimError(
-                f"no tiling of {op.kind} {op.name!r} fits {chip.sram.capacity_bytes} B of SRAM "
-                f"(chip {chip.name!r})"
-            )
+        tiling = _traffic_tiling(op, prob, chip)
         found = (build_mapping(prob, TEMPLATES["ws"], chip, tiling),)
         _CACHE.put(key, found)
     return found[0]
@@ -690,5 +783,5 @@ def map_op(
 __all__ = [
     "DATAFLOWS", "OBJECTIVES", "ORDERS", "STATS", "TILEABLE", "clear_cache", "dataflows_of",
     "geometry_key",
-    "map_op", "map_traffic", "mapping_cost",
+    "map_op", "map_traffic", "mapping_cost", "traffic_of",
 ]

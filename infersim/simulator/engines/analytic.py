@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow import energy, map_op, map_traffic
+from infersim.dataflow import energy, map_op, traffic_of
 from infersim.dataflow.loopnest import PY, Mapping, problem_of, tile_operand_bytes
 from infersim.dataflow.loopnest.figures import feed_bytes_per_cycle, in_flight_cycles
 from infersim.simulator.engines import attention, roofline, store
@@ -183,8 +183,7 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
     else:
         cores_view, shared_view = level_views(chip)
         mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
-        outer = map_traffic(op, shared_view)
-        dram_bytes = outer.dram_bytes
+        dram_bytes = sum(a.total_bytes for a in traffic_of(op, shared_view).values())
         dram_s = dram_level_s(op, chip, mapping, dram_bytes)
         map_s = mapping_seconds(op, cores_view, mapping)
         energy_pj = (energy(mapping, cores_view).total_pj
@@ -329,8 +328,7 @@ def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
     view, outer_view = level_views(chip) if shared else (chip, chip)
     mapping = map_op(op, view, dataflow=dataflow, objective="latency")
     # the DRAM level: the chip's own mapping, or the shared-SRAM level's on a two-level chip
-    dram_map = map_traffic(op, outer_view) if shared else mapping
-    traffic = dram_map.traffic["dram"]
+    traffic = traffic_of(op, outer_view) if shared else mapping.traffic["dram"]
     prob = problem_of(op)
     tile_in = tile_operand_bytes(prob, "input", mapping.sram_tile)
     tile_w = tile_operand_bytes(prob, "weight", mapping.sram_tile)
@@ -342,7 +340,8 @@ def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
         first_load_cycles=mapping.first_load_cycles, last_store_cycles=mapping.last_store_cycles,
         compute_cycles=float(mapping.compute_cycles),
         input_share=tile_in / (tile_in + tile_w) if tile_in + tile_w else 0.0,
-        dram_bytes=dram_map.dram_bytes, input_reads=traffic["input"].reads_bytes,
+        dram_bytes=sum(a.total_bytes for a in traffic.values()),
+        input_reads=traffic["input"].reads_bytes,
         output_writes=traffic["output"].writes_bytes, weight_reads=traffic["weight"].reads_bytes,
     )  # fmt: skip
 

@@ -28,8 +28,8 @@ from dataclasses import replace
 from typing import Any
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow import map_op, map_traffic
-from infersim.dataflow.loopnest import PY, Mapping, problem_of
+from infersim.dataflow import map_op, traffic_of
+from infersim.dataflow.loopnest import PY, Access, Mapping, problem_of
 from infersim.dataflow.loopnest.figures import feed_bytes_per_cycle
 from infersim.simulator.engines import analytic
 from infersim.simulator.engines.events.plan import Kept, work_plan
@@ -68,8 +68,9 @@ def _hbm(chip: Chip, per_cycle: float) -> Link:
 
 
 def _run_mapping(op: OpBase, chip: Chip, mapping: Mapping, max_blocks: int,
-                 outer: Mapping | None = None, kept: Kept | None = None) -> RunResult:
-    """Simulate ``mapping`` (mapped on ``chip``); with ``outer`` (the L2-level mapping) the
+                 outer: dict[str, Access] | None = None, kept: Kept | None = None) -> RunResult:
+    """Simulate ``mapping`` (mapped on ``chip``); with ``outer`` (the DRAM traffic per operand
+    of the L2-level tiling, :func:`~infersim.dataflow.traffic_of`) the
     cores load from the shared SRAM of ``chip`` and HBM fills it. ``kept``: what the chip's
     schedule keeps off DRAM (on a two-level chip, off the HBM share of the L2's traffic)."""
     prob = problem_of(op)
@@ -85,7 +86,7 @@ def _run_mapping(op: OpBase, chip: Chip, mapping: Mapping, max_blocks: int,
     plan = work_plan(prob, mapping, cores_view, max_blocks, None,
                      analytic.dequant_ratio(op, cores_view, mapping))
     port = Link("l2", feed_bytes_per_cycle(cores_view, used, PY), 1, 0.0)
-    dram, l2 = outer.traffic["dram"], mapping.traffic["dram"]
+    dram, l2 = outer, mapping.traffic["dram"]
     reads = sum(a.reads_bytes for a in l2.values())
     writes = sum(a.writes_bytes for a in l2.values())
     dram_reads = sum(a.reads_bytes for a in dram.values())
@@ -132,7 +133,7 @@ def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int,
     else:
         cores_view, shared_view = analytic.level_views(chip)
         mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
-        outer = map_traffic(op, shared_view)
+        outer = traffic_of(op, shared_view)
         res = _run_mapping(op, chip, mapping, max_blocks, outer, kept)
     freq = chip.freq_hz
     vector_s = analytic.overlapped_vector_s(op, chip)
