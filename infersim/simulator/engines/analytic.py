@@ -89,8 +89,10 @@ def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
         InfersimError: no mapping fits the chip, or a transfer without its link.
     """
     if not isinstance(op, Gemm | Conv2d):
-        if attention.on_tensor_cores(op, chip):
-            return attention.cost(op, chip)  # type: ignore[arg-type]
+        if attention.on_tensor_cores(op, chip):  # its KV split searched once
+            found = _remembered(_COSTS, OpCost, "attention:", op, chip, dataflow,
+                                lambda: attention.cost(op, chip))  # type: ignore[arg-type]
+            return replace(found, name=op.name, count=op.count)
         return roofline.cost(op, chip)
     found = _remembered(_COSTS, OpCost, "", op, chip, dataflow,
                         lambda: _cost(op, chip, dataflow))  # fmt: skip
