@@ -15,6 +15,8 @@ from infersim.dataflow.mapper import (
     map_op,
     map_traffic,
     mapping_cost,
+    search_many,
+    traffic_many,
     traffic_of,
 )
 from infersim.dataflow.scalesim_io import (
@@ -50,5 +52,7 @@ __all__ = [
     "read_config",
     "read_topology",
     "scalesim_report",
+    "search_many",
+    "traffic_many",
     "traffic_of",
 ]

@@ -33,6 +33,7 @@ import itertools
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -67,6 +68,7 @@ from infersim.dataflow.loopnest.figures import (
     total_cycles_at,
 )
 from infersim.dataflow.loopnest.numerics import prod
+from infersim.dataflow.loopnest.problem import stack_key, stacked
 from infersim.dataflow.templates import (
     ACCUMULATOR_BYTES,
     ACCUMULATOR_SHARE,
@@ -115,6 +117,9 @@ class _LRU:
 
     def clear(self) -> None:
         self._data.clear()
+
+    def __contains__(self, key: tuple[Any, ...]) -> bool:
+        return key in self._data
 
     def __len__(self) -> int:
         return len(self._data)
@@ -472,7 +477,8 @@ SEEDS = 32
 
 
 def _search_latency(
-    prob: Problem, names: list[str], chip: Chip, top_k: int, sig: tuple[Any, ...]
+    prob: Problem, names: list[str], chip: Chip, top_k: int, sig: tuple[Any, ...],
+    every: Arr | None = None,
 ) -> list[tuple[float, int, Mapping]]:
     """The ``top_k`` fastest mappings of ``prob`` over the templates ``names`` as (seconds,
     template rank, mapping), in the exhaustive search's order: by time, then template rank, then
@@ -486,13 +492,16 @@ def _search_latency(
     :func:`evaluate_orders` prices them). Only the picks are analyzed in full, in plain floats.
     What the bounds and the exact times are made of but the DRAM bandwidth, the clock and the
     calibration do not change is kept per template across chips that differ only in those
-    (:data:`_SEARCHES`)."""
-    found = _search_cache((sig, tuple(names), geometry_key(chip), "latency"),
-                          lambda: _prepare_all(prob, names, chip))  # fmt: skip
+    (:data:`_SEARCHES`). ``every``: the total cycles of every candidate in every order,
+    priced already (:func:`search_many`)."""
+    found = _search_cache(_latency_key(sig, names, chip), lambda: _prepare_all(prob, names, chip))
     if found is None:
         return []
     parts, joint, starts, part_ranks = found
-    kept, cycles = _bounded(prob, parts[0][1], chip, joint, top_k)
+    if every is None:
+        kept, cycles = _bounded(prob, parts[0][1], chip, joint, top_k)
+    else:
+        kept, cycles = np.arange(len(joint.cycles)), every
     seconds = cycles / chip.freq_hz  # (orders, kept)
     # where each kept candidate comes from: its part, its index there, the part's size
     which = np.searchsorted(starts, kept, side="right") - 1
@@ -513,6 +522,113 @@ def _search_latency(
         mapping = build_mapping(prob, tpl, chip, Tiling(tile=chosen, order=ORDERS[oi], rf=factors))
         out.append((mapping.time_s, rank, mapping))
     return out
+
+
+def _latency_key(sig: tuple[Any, ...], names: list[str], chip: Chip) -> tuple[Any, ...]:
+    """The :data:`_SEARCHES` key of a latency search."""
+    return (sig, tuple(names), geometry_key(chip), "latency")
+
+
+def _checked(op: OpBase, chip: Chip, dataflow: str) -> tuple[Problem, list[str]]:
+    """The problem of ``op`` and the templates :func:`map_op` searches for ``dataflow``.
+
+    Raises:
+        UnsupportedDtypeError: the array cannot compute the op's dtype.
+        InfersimError: an unknown dataflow, one the chip's array does not implement, or an op
+            kind without a loop nest.
+    """
+    if dataflow not in DATAFLOWS:
+        raise InfersimError(f"unknown dataflow {dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
+    prob = problem_of(op)
+    chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
+    if not chip.array.implements(dataflow) and dataflow != "best":
+        raise InfersimError(
+            f"chip {chip.name!r} implements the {'/'.join(dataflows_of(chip))} dataflow(s), not "
+            f"{dataflow!r}: ask for one of those or 'best', or give a chip YAML whose "
+            f"array.supported_dataflows lists {dataflow!r}"
+        )
+    return prob, dataflows_of(chip) if dataflow == "best" else [dataflow]
+
+
+def search_many(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best") -> int:
+    """Search the latency mappings of ``ops`` on ``chip`` that :func:`map_op` would search
+    (``objective="latency"``, ``top_k=1``), in one vectorized pass: every template's fitting
+    candidates of all those ops are stacked into one problem
+    (:func:`~infersim.dataflow.loopnest.problem.stacked`, one per group of ops sharing a MAC
+    class and filter window), prepared at once, and the ops with at most 2 x :data:`SEEDS`
+    candidates (those the bounded search prices in full) priced at once; each op then keeps its
+    own first cheapest, exactly as :func:`map_op` picks it, and both caches hold what a search
+    of its own would have put there. Ops already cached, ops without a loop nest and ops
+    :func:`map_op` refuses are left to it. Returns the number of ops searched."""
+    jobs: dict[tuple[Any, ...], tuple[Problem, list[str], tuple[Any, ...]]] = {}
+    for op in ops:
+        sig = op.signature()
+        if (sig, chip.key, dataflow, "latency", 1) in _CACHE or sig in jobs:
+            continue
+        try:
+            prob, names = _checked(op, chip, dataflow)
+        except InfersimError:
+            continue  # map_op raises it where the op is costed
+        if _latency_key(sig, names, chip) not in _SEARCHES:
+            jobs[sig] = (prob, names, sig)
+    if not jobs:
+        return 0
+    # per template, the candidates of every op (grids are memoized), stacked by group
+    tiles: dict[tuple[Any, ...], list[tuple[int, Template, dict[str, Arr], dict[str, Arr]]]] = {}
+    groups: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
+    for sig, (prob, names, _) in jobs.items():
+        tiles[sig] = []
+        for rank, name in enumerate(names):
+            tile, rf = _candidates(prob, TEMPLATES[name], chip)
+            if tile and len(tile["G"]):
+                tiles[sig].append((rank, TEMPLATES[name], tile, rf))
+                groups.setdefault((name, stack_key(prob)), []).append(sig)
+    preps: dict[tuple[tuple[Any, ...], str], tuple[Prepared, Arr | None]] = {}
+    for (name, _), sigs in groups.items():
+        tpl = TEMPLATES[name]
+        mine = [next(p for p in tiles[sig] if p[1] is tpl) for sig in sigs]
+        sizes = [len(t["G"]) for _, _, t, _ in mine]
+        prob = stacked([jobs[sig][0] for sig in sigs], sizes)
+        tile = {d: np.concatenate([t[d] for _, _, t, _ in mine]) for d in DIMS}
+        rf = {d: np.concatenate([r[d] for _, _, _, r in mine]) for d in tpl.rf_split}
+        prep = prepare(prob, tpl, chip, tile, rf)
+        small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
+        cycles = (total_cycles_at(prob, tpl, chip, prep, ORDERS, np.arange(len(prep.cycles)))
+                  if all(small) else None)  # fmt: skip
+        for sig, lo, hi in zip(sigs, np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes),
+                               strict=True):  # fmt: skip
+            part = _sliced(prep, lo, hi)
+            preps[(sig, name)] = (part, None if cycles is None else cycles[:, lo:hi])
+    for sig, (prob, names, _) in jobs.items():
+        parts = tiles[sig]
+        if not parts:
+            continue
+        got = [preps[(sig, tpl.name)] for _, tpl, _, _ in parts]
+        starts = np.cumsum([0] + [len(p.cycles) for p, _ in got])
+        joint = _concat([p for p, _ in got])
+        found = (parts, joint, starts, np.array([part[0] for part in parts]))
+        _search_cache(_latency_key(sig, names, chip), lambda found=found: found)
+        every = None
+        if all(c is not None for _, c in got) and starts[-1] <= 2 * SEEDS:
+            every = got[0][1] if len(got) == 1 else np.concatenate([c for _, c in got], axis=1)
+        picks = _search_latency(prob, names, chip, 1, sig, every)
+        _CACHE.put((sig, chip.key, dataflow, "latency", 1), tuple(m for _, _, m in picks))
+    return len(jobs)
+
+
+def _sliced(prep: Prepared, lo: int, hi: int) -> Prepared:
+    """The candidates ``lo`` to ``hi`` of ``prep``."""
+
+    def cut(v: Any) -> Any:
+        return v[lo:hi] if isinstance(v, np.ndarray) and v.ndim else v
+
+    return Prepared(
+        cycles=cut(prep.cycles),
+        counts={d: cut(v) for d, v in prep.counts.items()},
+        sram={n: cut(v) for n, v in prep.sram.items()},
+        compulsory=cut(prep.compulsory),
+        tiles=cut(prep.tiles),
+    )
 
 
 _Part = tuple[int, Template, dict[str, Arr], dict[str, Arr]]
@@ -590,6 +706,64 @@ def _traffic_aligns(chip: Chip) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def _tile_counts(prob: Problem, tile: dict[str, Arr]) -> dict[str, Arr]:
+    """SRAM tiles along each dim of candidates of extents ``tile``."""
+    return {d: NP.ceil_div(v if isinstance(v := prob.dims[d], np.ndarray) else float(v),
+                           tile[d]) for d in DIMS}  # fmt: skip
+
+
+def _moved_bytes(prob: Problem, counts: dict[str, Arr], cores: int, n: int) -> Arr:
+    """DRAM bytes moved by ``n`` candidates with tile ``counts`` in each of :data:`ORDERS`,
+    shape (orders, n)."""
+    reads, writes, _ = dram_traffic(prob, counts, ORDERS, cores, NP)
+    shape = (len(ORDERS), n)
+    total = np.zeros(shape)
+    for name in OPERANDS:
+        total = total + np.broadcast_to(reads[name] + writes[name], shape)
+    return total
+
+
+def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
+    """Search the tilings :func:`traffic_of` and :func:`map_traffic` pick for ``ops`` on a
+    one-core ``chip`` (the shared-SRAM level) in one vectorized pass: the fitting maximal
+    candidates of every op stacked into one problem per group
+    (:func:`~infersim.dataflow.loopnest.problem.stacked`), their DRAM bytes in every order
+    computed at once, each op's first fewest kept as its own search would keep it. Ops already
+    searched, without a loop nest, and every op on a chip of several cores (whose search is
+    bounded per op) are left to the per-op search. Returns the number of ops searched."""
+    if chip.cores != 1:
+        return 0
+    geometry = (chip.sram.capacity_bytes, chip.array.rows, chip.array.cols)
+    jobs: dict[tuple[Any, ...], tuple[Problem, dict[str, Arr]]] = {}
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for op in ops:
+        sig = op.signature()
+        key = (sig, "traffic", geometry)
+        if key in _SEARCHES or sig in jobs:
+            continue
+        try:
+            prob = problem_of(op)
+        except InfersimError:
+            continue
+        tile, _ = _grid(prob, None, chip, _traffic_aligns(chip), [{}], maximal=True)
+        if not tile or len(tile["G"]) == 0:
+            continue  # the per-op search finds nothing either, and says so
+        jobs[sig] = (prob, tile)
+        groups.setdefault(stack_key(prob), []).append(sig)
+    for sigs in groups.values():
+        sizes = [len(jobs[sig][1]["G"]) for sig in sigs]
+        prob = stacked([jobs[sig][0] for sig in sigs], sizes)
+        tile = {d: np.concatenate([jobs[sig][1][d] for sig in sigs]) for d in DIMS}
+        moved = _moved_bytes(prob, _tile_counts(prob, tile), 1, len(tile["G"]))
+        for sig, lo, hi in zip(sigs, np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes),
+                               strict=True):  # fmt: skip
+            o, j = divmod(int(np.argmin(moved[:, lo:hi].reshape(-1))), int(hi - lo))
+            mine = jobs[sig][1]
+            tiling = Tiling(tile={d: int(mine[d][j]) for d in DIMS}, order=ORDERS[o])
+            _search_cache((sig, "traffic", geometry), lambda tiling=tiling: tiling)
+    return len(jobs)
+
+
 def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     """The tiling of the candidate grid (every template's ladders) and DRAM loop order that
     moves the fewest DRAM bytes with its double-buffered SRAM tile fitting; among equals the
@@ -604,16 +778,10 @@ def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     tile, _ = _grid(prob, None, chip, _traffic_aligns(chip), [{}], maximal=one_core)
     if not tile or len(tile["G"]) == 0:
         return None
-    counts = {d: NP.ceil_div(float(prob.dims[d]), tile[d]) for d in DIMS}
+    counts = _tile_counts(prob, tile)
 
     def moved(idx: Any) -> Arr:  # DRAM bytes of the candidates idx, shape (orders, len(idx))
-        sub = {d: v[idx] for d, v in counts.items()}
-        reads, writes, _ = dram_traffic(prob, sub, ORDERS, chip.cores, NP)
-        shape = (len(ORDERS), len(idx))
-        total = np.zeros(shape)
-        for n in OPERANDS:
-            total = total + np.broadcast_to(reads[n] + writes[n], shape)
-        return total
+        return _moved_bytes(prob, {d: v[idx] for d, v in counts.items()}, chip.cores, len(idx))
 
     # bounded as the latency search is: no order moves fewer than the compulsory bytes
     n = len(tile["G"])
@@ -687,9 +855,11 @@ def map_traffic(op: OpBase, chip: Chip) -> Mapping:
     the op; it is cached by those.
 
     Raises:
+        UnsupportedDtypeError: the array cannot compute the op's dtype.
         InfersimError: an op kind without a loop nest, or no tile fits the SRAM.
     """
     prob = problem_of(op)
+    chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError (the mapping's folds)
     key = (op.signature(), chip.key, "traffic")
     found = _CACHE.get(key)
     if found is None:
@@ -743,15 +913,7 @@ def map_op(
         raise InfersimError(f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise InfersimError(f"top_k = {top_k!r}: must be an integer >= 1")
-    prob = problem_of(op)
-    chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
-    names = dataflows_of(chip) if dataflow == "best" else [dataflow]
-    if not chip.array.implements(dataflow) and dataflow != "best":
-        raise InfersimError(
-            f"chip {chip.name!r} implements the {'/'.join(dataflows_of(chip))} dataflow(s), not "
-            f"{dataflow!r}: ask for one of those or 'best', or give a chip YAML whose "
-            f"array.supported_dataflows lists {dataflow!r}"
-        )
+    prob, names = _checked(op, chip, dataflow)
     sig = op.signature()
     ranked: list[tuple[float, int, Mapping]] = []
     if objective == "latency" and not exhaustive:  # every template in one bounded pass
@@ -783,5 +945,6 @@ def map_op(
 __all__ = [
     "DATAFLOWS", "OBJECTIVES", "ORDERS", "STATS", "TILEABLE", "clear_cache", "dataflows_of",
     "geometry_key",
-    "map_op", "map_traffic", "mapping_cost", "traffic_of",
+    "map_op", "map_traffic", "mapping_cost", "search_many", "traffic_many",
+    "traffic_of",
 ]

@@ -84,6 +84,9 @@ def cost_ops(
     schedule (an accelerator that chains operators on chip), the cycle-model engines cost the
     list in order under it (:mod:`infersim.simulator.schedule`)."""
     fn = engine_fn(engine)
+    prefetch = engines.load_prefetch(engine)
+    if prefetch is not None:
+        prefetch(ops, chip, dataflow)
     scheduled = engines.load_scheduled(engine) if chip.schedule is not None else None
     if scheduled is not None:
         def price(op: OpBase, place: Any) -> OpCost:

@@ -194,6 +194,16 @@ def prepare(
     return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles)
 
 
+def peak_bound_cycles(prob: Problem, chip: Chip, rate: float) -> Any:
+    """Cycles the op's MACs take on every PE of every core at ``rate`` MACs per PE per cycle:
+    the compute cycles no mapping goes below (a float, or an array over the candidates of a
+    :func:`~infersim.dataflow.loopnest.problem.stacked` problem)."""
+    peak = chip.array.rows * chip.array.cols * chip.cores * rate
+    if isinstance(prob.macs, np.ndarray):
+        return np.ceil(prob.macs / peak - 1e-9)
+    return float(math.ceil(prob.macs / peak - 1e-9))
+
+
 LOWER_BOUND_MARGIN = 1e-9
 """Relative slack :func:`lower_bound_cycles` leaves below its bound, so that no rounding of the
 two evaluations' different operations can put a bound above the figure it bounds."""
@@ -213,13 +223,13 @@ def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared)
     """
     nest = nest_of(prob, tpl, chip)
     _, _, chip, rate = nest
-    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
-    bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
+    cores = chip.cores
+    bound_cycles = peak_bound_cycles(prob, chip, rate)
     used = np.minimum(prep.tiles, float(cores)) if cores > 1 else 1.0
     per_cycle = feed_bytes_per_cycle(chip, used, NP)  # the dealt cores are never more
     first = used * (prep.sram["input"] + prep.sram["weight"]) / per_cycle
     last = used * prep.sram["output"] / per_cycle
-    compute = np.maximum(np.ceil(prep.cycles / used - 1e-9) - 1, float(bound_cycles))
+    compute = np.maximum(np.ceil(prep.cycles / used - 1e-9) - 1, bound_cycles)
     busy = compute / chip.calibration.compute(prob.mac_class)
     overlap = np.maximum(first + busy + last, prep.compulsory / per_cycle)
     return (overlap + chip.dram.latency_s * chip.freq_hz) * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
@@ -310,8 +320,8 @@ def _time(
     ``iterations`` of the DRAM loops dealt to the cores, ``sram`` bytes per operand of one
     tile and ``dram_bytes``."""
     prob, _, chip, rate = nest
-    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
-    bound_cycles = math.ceil(prob.macs / (rows * cols * cores * rate) - 1e-9)
+    cores = chip.cores
+    bound_cycles = peak_bound_cycles(prob, chip, rate)
     load = sram["input"] + sram["weight"]
     if cores > 1:
         waves = xp.ceil_div(iterations, cores)
@@ -324,7 +334,7 @@ def _time(
         waves = cores_used = 1.0
         per_cycle = feed_bytes_per_cycle(chip, 1.0, xp)
         dealt_cycles, first, last = cycles, load / per_cycle, sram["output"] / per_cycle
-    compute_cycles = xp.maximum(xp.ceil_div(dealt_cycles, 1.0) - 1, float(bound_cycles))
+    compute_cycles = xp.maximum(xp.ceil_div(dealt_cycles, 1.0) - 1, bound_cycles)
     full, tail = wave_rates(chip, 2.0 * load, iterations, xp)
     n_waves, per_wave, share = wave_split(chip, iterations, xp)
     dram_cycles = dram_bytes * ((n_waves - 1.0) * per_wave / full + share / tail)

@@ -54,7 +54,7 @@ class MathNamespace(Protocol):
     def zeros_like(self, x: Any, /) -> Any: ...
     def full_like(self, x: Any, value: float, /) -> Any: ...
     def ones(self, n_orders: int, like: Any, /) -> Any: ...
-    def equal_each(self, values: Sequence[Any], targets: Sequence[float], /) -> list[bool]: ...
+    def equal_each(self, values: Sequence[Any], targets: Sequence[Any], /) -> list[bool]: ...
     def any_each(self, values: Sequence[Any], /) -> list[bool]: ...
     def max_each(self, values: Sequence[Any], /) -> list[float]: ...
     def batch(
@@ -96,8 +96,11 @@ class NumpyMath:
         return np.ones((n_orders, len(like)))
 
     @staticmethod
-    def equal_each(values: Sequence[Any], targets: Sequence[float]) -> list[bool]:
-        """Per value, whether it equals its target on every candidate."""
+    def equal_each(values: Sequence[Any], targets: Sequence[Any]) -> list[bool]:
+        """Per value, whether it equals its target (a number, or one per candidate) on every
+        candidate."""
+        if any(isinstance(t, np.ndarray) for t in targets):
+            return [bool(np.all(v == t)) for v, t in zip(values, targets, strict=True)]
         equal = np.array(values) == np.array(targets, dtype=np.float64)[:, None]
         return cast("list[bool]", equal.all(axis=1).tolist())
 
@@ -125,6 +128,10 @@ class NumpyMath:
             else np.array(column, dtype=np.float64)[:, None]
             for column in zip(*rows, strict=True)
         ]
+        for j, column in enumerate(columns):
+            if column.dtype == object:  # numbers and arrays mixed: each number repeated
+                size = _size(column)
+                columns[j] = np.array([_column(v, size) for v in column])
         return list(zip(*fn(*columns, *args), strict=True))
 
     @staticmethod
@@ -233,7 +240,7 @@ class FloatMath:
         return 1.0
 
     @staticmethod
-    def equal_each(values: Sequence[Any], targets: Sequence[float]) -> list[bool]:
+    def equal_each(values: Sequence[Any], targets: Sequence[Any]) -> list[bool]:
         return [v == t for v, t in zip(values, targets, strict=True)]
 
     @staticmethod

@@ -10,8 +10,11 @@ float64 arrays (one element per candidate tiling); ``xp`` is the math namespace 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from infersim import dtypes
 from infersim.arch_models.chip import Chip
@@ -136,6 +139,52 @@ def problem_of(op: OpBase) -> Problem:
         mac_class=dtypes.mac_class(op.compute_dtype),
         macs=float(math.prod(dims.values())),
         output_write_scale=scale_out,
+    )
+
+
+STACK_SHARED: tuple[str, ...] = ("R", "S")
+"""Dims that ops stacked into one :func:`stacked` problem share (with the stride and the MAC
+class): their filter windows, which enter some rules as plain numbers."""
+
+
+def stack_key(prob: Problem) -> tuple[Any, ...]:
+    """What problems stacked by :func:`stacked` must share."""
+    return (prob.mac_class, prob.stride, *(prob.dims[d] for d in STACK_SHARED))
+
+
+def stacked(probs: Sequence[Problem], sizes: Sequence[int]) -> Problem:
+    """One :class:`Problem` of the candidates of several: ``sizes[i]`` candidates of
+    ``probs[i]``, one after another, every field in which the problems may differ an array over
+    those candidates (float64) and the fields of :func:`stack_key` plain. Every rule of the
+    analyzer evaluates it element for element as it evaluates each problem alone with arrays
+    of its candidates.
+
+    Raises:
+        ValueError: problems that differ in a field of :func:`stack_key`.
+    """
+    keys = {stack_key(p) for p in probs}
+    if len(keys) != 1:
+        raise ValueError(f"stacked problems must share {stack_key.__doc__}: got {keys}")
+
+    def column(values: list[float]) -> Any:
+        return np.repeat(np.array(values, dtype=np.float64), sizes)
+
+    first = probs[0]
+    dims: dict[str, Any] = {
+        d: first.dims[d] if d in STACK_SHARED else column([p.dims[d] for p in probs])
+        for d in first.dims
+    }
+    return Problem(
+        dims=dims,
+        stride=first.stride,
+        in_h=column([p.in_h for p in probs]),
+        in_w=column([p.in_w for p in probs]),
+        padded_h=column([p.padded_h for p in probs]),
+        padded_w=column([p.padded_w for p in probs]),
+        operand_bytes={n: column([p.operand_bytes[n] for p in probs]) for n in first.operand_bytes},
+        mac_class=first.mac_class,
+        macs=column([p.macs for p in probs]),
+        output_write_scale=column([p.output_write_scale for p in probs]),
     )
 
 

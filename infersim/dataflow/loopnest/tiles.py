@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from infersim.dataflow.loopnest.folds import tile_folds
 from infersim.dataflow.loopnest.numerics import Classes, Figures, MathNamespace, prod
 from infersim.dataflow.loopnest.problem import Nest, Problem
@@ -41,7 +43,7 @@ def _cut(extent: Any, tile: Any, xp: MathNamespace) -> tuple[Any, Any, Any, Any]
 
 def tile_classes(prob: Problem, tile: dict[str, Any], xp: MathNamespace) -> TileClasses:
     """The :class:`TileClasses` of SRAM tiles of extents ``tile`` (every dim of :data:`DIMS`)."""
-    extents = [float(prob.dims[d]) for d in DIMS]
+    extents = [v if isinstance(v := prob.dims[d], np.ndarray) else float(v) for d in DIMS]
     tiles = [tile[d] for d in DIMS]
     is_whole = xp.equal_each(tiles, extents)
     split = xp.batch(

@@ -37,6 +37,20 @@ def load(name: str) -> Any:
     return importlib.import_module(f"infersim.simulator.engines.{name}").cost
 
 
+MAPPED: tuple[str, ...] = ("analytic", "events")
+"""The engines that cost GEMMs and convolutions from the mapper's mappings: an op list's
+searches are batched first (:func:`load_prefetch`)."""
+
+
+def load_prefetch(name: str) -> Any:
+    """The ``prefetch(ops, chip, dataflow)`` function that warms engine ``name`` for an op list
+    (:func:`infersim.simulator.engines.analytic.prefetch`), or None for an engine that maps
+    nothing."""
+    if name not in MAPPED:
+        return None
+    return importlib.import_module("infersim.simulator.engines.analytic").prefetch
+
+
 SCHEDULED: tuple[str, ...] = ("analytic", "events")
 """The engines that run a chip's schedule (:mod:`infersim.simulator.schedule`); the roofline,
 the baseline, costs every operator standalone."""

@@ -20,12 +20,12 @@ cores' fetches at shared-SRAM cost) plus the vector work.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow import energy, map_op, traffic_of
+from infersim.dataflow import energy, map_op, search_many, traffic_many, traffic_of
 from infersim.dataflow.loopnest import PY, Mapping, problem_of, tile_operand_bytes
 from infersim.dataflow.loopnest.figures import feed_bytes_per_cycle, in_flight_cycles
 from infersim.simulator.engines import attention, roofline, store
@@ -97,6 +97,36 @@ def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
     found = _remembered(_COSTS, OpCost, "", op, chip, dataflow,
                         lambda: _cost(op, chip, dataflow))  # fmt: skip
     return replace(found, name=op.name, count=op.count)
+
+
+def prefetch(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best") -> None:
+    """Warm :func:`cost` for the op list of a step: the GEMMs and convolutions not costed yet
+    (in memory or in the persistent store) have their mappings searched in one vectorized
+    batch (:func:`~infersim.dataflow.search_many`, and on a chip with a shared SRAM its level's
+    :func:`~infersim.dataflow.traffic_many`) instead of one search each; the answers are those
+    of the searches one by one."""
+    disk = store.store()
+    todo = []
+    for op in ops:
+        if not isinstance(op, Gemm | Conv2d):
+            continue
+        key = (op.signature(), chip.key, dataflow)
+        if key in _COSTS and (chip.schedule is None or key in _RETIMES):
+            continue
+        if disk is not None and chip.schedule is None:
+            found = disk.get(store.cost_key(*key), OpCost)
+            if found is not None:
+                _COSTS[key] = found
+                continue
+        todo.append(op)
+    if len(todo) < 2:  # nothing to share
+        return
+    if chip.shared_sram is None:
+        search_many(todo, chip, dataflow)
+        return
+    cores_view, shared_view = level_views(chip)
+    search_many(todo, cores_view, dataflow)
+    traffic_many(todo, shared_view)
 
 
 T = TypeVar("T")

@@ -1,0 +1,105 @@
+"""The batched searches of a step's ops (search_many, traffic_many) give exactly the mappings and
+tilings the per-op searches give, on presets, their two-level views and random op lists (mixed
+dtypes, batched GEMMs, convolutions, ops that fit nowhere), and leave the caches as a search of
+each op would: a bandwidth variant re-times them without searching again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from infersim.arch_models.chip import Chip
+from infersim.arch_models.presets import load_chip
+from infersim.dataflow import clear_cache, map_op, map_traffic, search_many, traffic_many
+from infersim.dataflow import mapper as mapper_module
+from infersim.errors import InfersimError
+from infersim.simulator.engines.analytic import level_views
+from infersim.workloads.ops import Conv2d, Gemm, OpBase
+
+
+def _chips() -> list[Chip]:
+    out = []
+    for name in ("h100-sxm", "a100-sxm-80gb", "tpu-v4", "eyeriss-v1", "edge-npu"):
+        chip = load_chip(name)
+        out.append(chip)
+        if chip.shared_sram is not None:
+            out.extend(level_views(chip))
+    return out
+
+
+CHIPS = _chips()
+
+gemms = st.builds(
+    lambda m, k, n, batch, dtype: Gemm(name="g", m=m, k=k, n=n, batch=batch, a_dtype=dtype,
+                                       b_dtype=dtype, out_dtype=dtype),
+    m=st.sampled_from([1, 3, 64, 100, 257, 2048, 16900]),
+    k=st.sampled_from([64, 128, 1000, 4096, 14336]),
+    n=st.sampled_from([32, 300, 4096, 11008]),
+    batch=st.sampled_from([1, 1, 4]),
+    dtype=st.sampled_from(["bf16", "int8"]),
+)
+convs = st.builds(
+    lambda c, k, hw, r: Conv2d(name="c", batch=1, in_channels=c, out_channels=k, in_h=hw,
+                               in_w=hw, kernel_h=r, kernel_w=r, stride=1, padding=r // 2),
+    c=st.sampled_from([3, 64]), k=st.sampled_from([64, 128]), hw=st.sampled_from([14, 56]),
+    r=st.sampled_from([1, 3]),
+)  # fmt: skip
+
+
+def _each(fn: Callable[[OpBase], object], ops: list[OpBase]) -> list[object]:
+    out: list[object] = []
+    for op in ops:
+        try:
+            out.append(fn(op))
+        except (InfersimError, ValueError) as exc:  # the same refusal is the expectation
+            out.append(type(exc).__name__)
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.one_of(gemms, gemms, convs), min_size=2, max_size=7),
+       chip_index=st.integers(0, len(CHIPS) - 1), best=st.booleans())  # fmt: skip
+def test_batched_searches_equal_the_searches_one_by_one(
+    ops: list[OpBase], chip_index: int, best: bool
+) -> None:
+    chip = CHIPS[chip_index]
+    dataflow = "best" if best else mapper_module.dataflows_of(chip)[-1]
+    clear_cache()
+    alone = _each(lambda op: map_op(op, chip, dataflow), ops)
+    traffic_alone = _each(lambda op: map_traffic(op, chip).to_dict(), ops)
+    clear_cache()
+    search_many(ops, chip, dataflow)
+    searched = mapper_module.STATS["searches"]
+    batched = _each(lambda op: map_op(op, chip, dataflow), ops)
+    # what the batch searched is cached: only the ops it left alone are searched now
+    refused = {op.signature() for op, a in zip(ops, alone, strict=True) if isinstance(a, str)}
+    assert mapper_module.STATS["searches"] - searched <= len(refused)
+    traffic_many(ops, chip)
+    searched = mapper_module.STATS["searches"]
+    traffic_batched = _each(lambda op: map_traffic(op, chip).to_dict(), ops)
+    if chip.cores == 1:  # else the traffic searches are the per-op ones
+        refused = {op.signature() for op, t in zip(ops, traffic_alone, strict=True)
+                   if isinstance(t, str)}  # fmt: skip
+        assert mapper_module.STATS["searches"] - searched <= len(refused)
+    for a, b in zip(alone, batched, strict=True):
+        if isinstance(a, str) or isinstance(b, str):
+            assert a == b
+        else:
+            assert a.to_dict() == b.to_dict()  # type: ignore[attr-defined]
+    assert traffic_alone == traffic_batched
+
+
+def test_a_batch_fills_the_caches_a_bandwidth_variant_re_times() -> None:
+    chip = load_chip("tpu-v4")
+    ops = [Gemm(name="a", m=2048, k=4096, n=6144), Gemm(name="b", m=1, k=14336, n=4096),
+           Gemm(name="c", m=300, k=777, n=1000)]  # fmt: skip
+    assert search_many(ops, chip) == 3
+    assert search_many(ops, chip) == 0  # cached
+    searched = mapper_module.STATS["searches"]
+    faster = chip.with_(**{"dram.bandwidth_bytes_per_s": 4 * chip.dram.bandwidth_bytes_per_s})
+    warm = [map_op(op, faster) for op in ops]
+    assert mapper_module.STATS["searches"] == searched
+    clear_cache()
+    assert [m.to_dict() for m in warm] == [map_op(op, faster).to_dict() for op in ops]
