@@ -106,18 +106,25 @@ def prefetch(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best") -> None:
     :func:`~infersim.dataflow.traffic_many`) instead of one search each; the answers are those
     of the searches one by one."""
     disk = store.store()
+
+    def known(memo: OrderedDict[tuple[Any, ...], Any], kind: type, prefix: str,
+              key: tuple[Any, ...]) -> bool:  # in memory, or on disk (then kept in memory)
+        if key in memo:
+            return True
+        found = disk.get(prefix + store.cost_key(*key), kind) if disk is not None else None
+        if found is not None:
+            memo[key] = found
+        return found is not None
+
     todo = []
     for op in ops:
         if not isinstance(op, Gemm | Conv2d):
             continue
         key = (op.signature(), chip.key, dataflow)
-        if key in _COSTS and (chip.schedule is None or key in _RETIMES):
+        if known(_COSTS, OpCost, "", key) and (
+            chip.schedule is None or known(_RETIMES, Retime, "retime:", key)
+        ):
             continue
-        if disk is not None and chip.schedule is None:
-            found = disk.get(store.cost_key(*key), OpCost)
-            if found is not None:
-                _COSTS[key] = found
-                continue
         todo.append(op)
     if len(todo) < 2:  # nothing to share
         return
