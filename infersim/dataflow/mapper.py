@@ -715,12 +715,21 @@ def _tile_counts(prob: Problem, tile: dict[str, Arr]) -> dict[str, Arr]:
 def _moved_bytes(prob: Problem, counts: dict[str, Arr], cores: int, n: int) -> Arr:
     """DRAM bytes moved by ``n`` candidates with tile ``counts`` in each of :data:`ORDERS`,
     shape (orders, n)."""
+    return _moved_by_operand(prob, counts, cores, n)[0]
+
+
+def _moved_by_operand(
+    prob: Problem, counts: dict[str, Arr], cores: int, n: int
+) -> tuple[Arr, dict[str, Arr], dict[str, Arr]]:
+    """(:func:`_moved_bytes`, the reads and the writes per operand), each of shape
+    (orders, n)."""
     reads, writes, _ = dram_traffic(prob, counts, ORDERS, cores, NP)
     shape = (len(ORDERS), n)
     total = np.zeros(shape)
     for name in OPERANDS:
         total = total + np.broadcast_to(reads[name] + writes[name], shape)
-    return total
+    return (total, {k: np.broadcast_to(v, shape) for k, v in reads.items()},
+            {k: np.broadcast_to(v, shape) for k, v in writes.items()})  # fmt: skip
 
 
 def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
@@ -754,13 +763,21 @@ def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
         sizes = [len(jobs[sig][1]["G"]) for sig in sigs]
         prob = stacked([jobs[sig][0] for sig in sigs], sizes)
         tile = {d: np.concatenate([jobs[sig][1][d] for sig in sigs]) for d in DIMS}
-        moved = _moved_bytes(prob, _tile_counts(prob, tile), 1, len(tile["G"]))
+        moved, reads, writes = _moved_by_operand(prob, _tile_counts(prob, tile), 1,
+                                                 len(tile["G"]))  # fmt: skip
         for sig, lo, hi in zip(sigs, np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes),
                                strict=True):  # fmt: skip
             o, j = divmod(int(np.argmin(moved[:, lo:hi].reshape(-1))), int(hi - lo))
             mine = jobs[sig][1]
             tiling = Tiling(tile={d: int(mine[d][j]) for d in DIMS}, order=ORDERS[o])
             _search_cache((sig, "traffic", geometry), lambda tiling=tiling: tiling)
+            # what traffic_of computes of this tiling alone (the same operations)
+            _TRAFFIC[(sig, chip.key, "traffic-dram")] = {
+                name: Access(float(reads[name][o, lo + j]), float(writes[name][o, lo + j]))
+                for name in OPERANDS
+            }
+    while len(_TRAFFIC) > _CACHE.maxsize:
+        _TRAFFIC.popitem(last=False)
     return len(jobs)
 
 

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 
 from infersim.arch_models.chip import Chip
 from infersim.arch_models.presets import load_chip
-from infersim.dataflow import clear_cache, map_op, map_traffic, search_many, traffic_many
+from infersim.dataflow import (
+    clear_cache,
+    map_op,
+    map_traffic,
+    search_many,
+    traffic_many,
+    traffic_of,
+)
 from infersim.dataflow import mapper as mapper_module
 from infersim.errors import InfersimError
 from infersim.simulator.engines.analytic import level_views
@@ -69,6 +76,7 @@ def test_batched_searches_equal_the_searches_one_by_one(
     clear_cache()
     alone = _each(lambda op: map_op(op, chip, dataflow), ops)
     traffic_alone = _each(lambda op: map_traffic(op, chip).to_dict(), ops)
+    dram_alone = _each(lambda op: traffic_of(op, chip), ops)
     clear_cache()
     search_many(ops, chip, dataflow)
     searched = mapper_module.STATS["searches"]
@@ -78,6 +86,7 @@ def test_batched_searches_equal_the_searches_one_by_one(
     assert mapper_module.STATS["searches"] - searched <= len(refused)
     traffic_many(ops, chip)
     searched = mapper_module.STATS["searches"]
+    assert _each(lambda op: traffic_of(op, chip), ops) == dram_alone
     traffic_batched = _each(lambda op: map_traffic(op, chip).to_dict(), ops)
     if chip.cores == 1:  # else the traffic searches are the per-op ones
         refused = {op.signature() for op, t in zip(ops, traffic_alone, strict=True)
