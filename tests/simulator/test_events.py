@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from infersim.arch_models import list_chips, load_chip
 from infersim.dataflow import TEMPLATES, Tiling, analyze, map_op
+from infersim.dataflow.loopnest import problem_of
 from infersim.simulator import inference
 from infersim.simulator.engines import analytic, events
-from infersim.simulator.engines.events.plan import CoreGroup, WorkPlan
+from infersim.simulator.engines.events.plan import CoreGroup, WorkPlan, work_plan
 from infersim.simulator.engines.events.processes import Link, Memory, run
 from infersim.simulator.engines.events.timeline import Span
 from infersim.workloads import Scenario, load_model
@@ -179,6 +180,26 @@ def test_wave_quantization_shows_the_last_partial_wave() -> None:
         ("compute:core 1+6", "tile 0"),
     ]
     assert timeline.stats.waves == 2 and timeline.stats.core_groups == 2
+
+
+def test_a_reduction_loop_is_dealt_in_chunks_as_the_analyzer_deals_it() -> None:
+    """One output tile, 10 equal slices of k on 4 cores: both engines deal chunks of 3, 3, 3
+    and 1 slices (split-K); the event engine runs the longest chunk's 3 tiles, the time the
+    analyzer gives its one wave."""
+    chip = load_chip("h100-sxm").with_(**{
+        "cores": 4, "dram.bandwidth_bytes_per_s": 1e15, "dram.latency_s": 0.0,
+    })
+    op = gemm(512, 640, 64)
+    tiling = Tiling(tile={"K": 64, "C": 64}, order=("K", "C", "P"))
+    mapping = analyze(op, chip, TEMPLATES["ws"], tiling)
+    assert (mapping.tiles, mapping.iterations, mapping.waves) == (10, 4, 1)
+    plan = work_plan(problem_of(op), mapping, chip, max_blocks=1024)
+    assert (plan.items, plan.cores_used, plan.waves, plan.tiles) == (4, 4, 1, 10)
+    assert sorted((g.first_core, g.cores, int(g.tiles.sum())) for g in plan.groups) == [
+        (0, 3, 3), (3, 1, 1),
+    ]
+    cycles, _ = events.simulate_mapping(op, chip, mapping)
+    assert cycles == pytest.approx(mapping.compute_cycles + 1, rel=0.05)
 
 
 # --- behaviour ----------------------------------------------------------------------------------
