@@ -202,6 +202,22 @@ def test_a_reduction_loop_is_dealt_in_chunks_as_the_analyzer_deals_it() -> None:
     assert cycles == pytest.approx(mapping.compute_cycles + 1, rel=0.05)
 
 
+def test_an_output_in_registers_reserves_no_sram() -> None:
+    """A tensor-core tile keeps its accumulators in the registers: the event engine reserves
+    the SRAM the analyzer's fit counts for it, its input and weight tiles (the a100's 164 KB
+    of shared memory hold two 64x128 A and 128x256 B tiles, not their 64x256 outputs too)."""
+    chip = load_chip("a100-sxm-80gb")
+    view = analytic.level_views(chip)[0]
+    op = gemm(1024, 14336, 4096)
+    tiling = Tiling(tile={"P": 64, "K": 256, "C": 128}, order=("K", "C", "P"))
+    mapping = analyze(op, view, TEMPLATES["tc"], tiling)
+    assert mapping.fits
+    plan = work_plan(problem_of(op), mapping, view, max_blocks=1024)
+    tile_bytes = (64 * 128 + 128 * 256) * 2
+    assert max(float(g.hold_bytes.max()) for g in plan.groups) == tile_bytes
+    assert 2 * tile_bytes <= mapping.sram_capacity_bytes
+
+
 # --- behaviour ----------------------------------------------------------------------------------
 
 
