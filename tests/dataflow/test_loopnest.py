@@ -127,6 +127,37 @@ def test_cores_share_the_outer_tiles_in_waves() -> None:
     assert three.compute_cycles > m4.compute_cycles
 
 
+def test_a_reduction_loop_is_dealt_in_chunks() -> None:
+    """Two output tiles on ten cores: the reduction loop C (16 slices) is dealt in chunks that
+    fill the cores, s = min(16, 10 // 2) = 5 of ceil(16 / 5) = 4 slices (4 chunks, none
+    empty); each core keeps its accumulators over its chunk, and the chunks' partial sums meet
+    in DRAM: written once per chunk, read back on all but the first."""
+    op = gemm(64, 1024, 64)
+    tiling = Tiling(tile={"P": 64, "K": 32, "C": 64}, order=("K", "C", "P"))
+    one = analyze(op, array_chip(32, 32), TEMPLATES["ws"], tiling)
+    ten = analyze(op, array_chip(32, 32, cores=10), TEMPLATES["ws"], tiling)
+    assert (ten.iterations, ten.cores_used, ten.waves) == (8, 8, 1)
+    out_bytes = op.m * op.n * 2
+    assert ten.traffic["dram"]["output"].writes_bytes == 4 * out_bytes
+    assert ten.traffic["dram"]["output"].reads_bytes == 3 * out_bytes
+    for name in ("input", "weight"):  # every slice of A and B is still fetched once
+        assert ten.traffic["dram"][name] == one.traffic["dram"][name]
+    assert ten.compute_cycles == (one.compute_cycles + 1) // 8 - 1  # 4 of the 32 equal tiles
+
+
+def test_the_longest_chunk_sets_the_compute_time() -> None:
+    """One output tile, 10 slices of C on four cores: chunks of ceil(10 / 4) = 3 slices (3, 3,
+    3 and 1): the wave lasts the longest chunk, 3 of the 10 equal tiles."""
+    op = gemm(64, 640, 64)
+    tiling = Tiling(tile={"P": 64, "K": 64, "C": 64}, order=("K", "C", "P"))
+    one = analyze(op, array_chip(32, 32), TEMPLATES["ws"], tiling)
+    four = analyze(op, array_chip(32, 32, cores=4), TEMPLATES["ws"], tiling)
+    assert (four.iterations, four.waves) == (4, 1)
+    assert four.compute_cycles == (one.compute_cycles + 1) * 3 // 10 - 1
+    out_bytes = op.m * op.n * 2
+    assert four.traffic["dram"]["output"].writes_bytes == 4 * out_bytes
+
+
 def test_row_stationary_reuses_ifmap_rows_diagonally() -> None:
     conv = Conv2d(
         in_h=16,

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from infersim.arch_models import list_chips, load_chip
 from infersim.dataflow import TEMPLATES, Tiling, analyze, map_op
+from infersim.dataflow.loopnest import problem_of
 from infersim.simulator import inference
 from infersim.simulator.engines import analytic, events
-from infersim.simulator.engines.events.plan import CoreGroup, WorkPlan
+from infersim.simulator.engines.events.plan import CoreGroup, WorkPlan, work_plan
 from infersim.simulator.engines.events.processes import Link, Memory, run
 from infersim.simulator.engines.events.timeline import Span
 from infersim.workloads import Scenario, load_model
@@ -179,6 +180,42 @@ def test_wave_quantization_shows_the_last_partial_wave() -> None:
         ("compute:core 1+6", "tile 0"),
     ]
     assert timeline.stats.waves == 2 and timeline.stats.core_groups == 2
+
+
+def test_a_reduction_loop_is_dealt_in_chunks_as_the_analyzer_deals_it() -> None:
+    """One output tile, 10 equal slices of k on 4 cores: both engines deal chunks of 3, 3, 3
+    and 1 slices (split-K); the event engine runs the longest chunk's 3 tiles, the time the
+    analyzer gives its one wave."""
+    chip = load_chip("h100-sxm").with_(**{
+        "cores": 4, "dram.bandwidth_bytes_per_s": 1e15, "dram.latency_s": 0.0,
+    })
+    op = gemm(512, 640, 64)
+    tiling = Tiling(tile={"K": 64, "C": 64}, order=("K", "C", "P"))
+    mapping = analyze(op, chip, TEMPLATES["ws"], tiling)
+    assert (mapping.tiles, mapping.iterations, mapping.waves) == (10, 4, 1)
+    plan = work_plan(problem_of(op), mapping, chip, max_blocks=1024)
+    assert (plan.items, plan.cores_used, plan.waves, plan.tiles) == (4, 4, 1, 10)
+    assert sorted((g.first_core, g.cores, int(g.tiles.sum())) for g in plan.groups) == [
+        (0, 3, 3), (3, 1, 1),
+    ]
+    cycles, _ = events.simulate_mapping(op, chip, mapping)
+    assert cycles == pytest.approx(mapping.compute_cycles + 1, rel=0.05)
+
+
+def test_an_output_in_registers_reserves_no_sram() -> None:
+    """A tensor-core tile keeps its accumulators in the registers: the event engine reserves
+    the SRAM the analyzer's fit counts for it, its input and weight tiles (the a100's 164 KB
+    of shared memory hold two 64x128 A and 128x256 B tiles, not their 64x256 outputs too)."""
+    chip = load_chip("a100-sxm-80gb")
+    view = analytic.level_views(chip)[0]
+    op = gemm(1024, 14336, 4096)
+    tiling = Tiling(tile={"P": 64, "K": 256, "C": 128}, order=("K", "C", "P"))
+    mapping = analyze(op, view, TEMPLATES["tc"], tiling)
+    assert mapping.fits
+    plan = work_plan(problem_of(op), mapping, view, max_blocks=1024)
+    tile_bytes = (64 * 128 + 128 * 256) * 2
+    assert max(float(g.hold_bytes.max()) for g in plan.groups) == tile_bytes
+    assert 2 * tile_bytes <= mapping.sram_capacity_bytes
 
 
 # --- behaviour ----------------------------------------------------------------------------------

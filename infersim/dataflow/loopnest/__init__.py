@@ -15,7 +15,7 @@ Counting rules (elements; bytes = elements × the operand's dtype width; psums a
 
 - DRAM: an operand's tile is fetched again whenever a DRAM loop above its innermost relevant
   loop, that it does not depend on, iterates; a tile that only the loops dealt to the cores
-  leave unchanged is fetched once per core.
+  leave unchanged is fetched once per core (an output, once per chunk of a reduction loop).
   Input rows overlap between P tiles by R − stride (halo). An output revisited by an outer
   reduction loop spills partial sums: written every visit, read back on all but the first.
 - SRAM: fills from DRAM are writes; each fold reads the operand elements it feeds the array,
@@ -32,9 +32,10 @@ Compute cycles follow SCALE-Sim: per fold ``fold_cycles(R, C) + ceil(T / r)`` wi
 one PE runs in the fold and r the array's MACs per PE per cycle for the op's dtype (r > 1 packs
 r streamed MACs into one cycle; SCALE-Sim itself counts words, r = 1), summed over all folds of
 all tiles, minus 1 as SCALE-Sim reports. With several cores, the iterations of the outer DRAM
-loops (as many as needed to give every core work) are dealt in ceil-waves: compute cycles =
-mean cycles per dealt iteration × ceil(iterations / cores). Compute cycles are never below
-MACs / (PEs × cores × r).
+loops (as many as needed to give every core work; a reduction loop in chunks, split-K: see
+:mod:`~.dram`) are dealt in ceil-waves: compute cycles = mean cycles per dealt iteration ×
+ceil(iterations / cores) × the longest item's share. Compute cycles are never below MACs /
+(PEs × cores × r).
 
 SRAM need: twice (double buffering) the input region, weights and outputs of one SRAM tile, per
 core; the shared SRAM (L2) is not a level of this nest. Time: see

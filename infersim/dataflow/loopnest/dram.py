@@ -7,6 +7,17 @@ once per core that needs it (partial sums of a dealt reduction loop meet in DRAM
 overlap between P tiles by R − stride (halo). An output revisited by an outer reduction loop
 spills partial sums: written every visit, read back on all but the first.
 
+Dealing (split-K by chunks). The outer loops are dealt to the cores until every core has work:
+a loop is dealt while the loops above it iterate fewer times (``above``) than there are cores.
+A loop the output depends on is dealt whole (independent work items: a GPU grid, in waves). A
+reduction loop (one the output does not depend on, :data:`REDUCTION`) of ``n`` iterations is
+dealt in chunks: s = min(n, floor(cores / above)) of at most ceil(n / s) iterations each
+(ceil(n / ceil(n / s)) chunks, none empty), each work item iterating its chunk serially with
+its accumulators on the core; the partial sums of the chunks meet in the level above. A chunked
+loop leaves fewer than ``cores`` items only when more chunks would overfill the cores, and
+then above × n > cores: no loop inner to it is dealt, so the dealt loops are always a prefix of
+the order. The work items are then not all alike: the longest iterates ceil(n / s) slices.
+
 The rule is written once against a math namespace ``xp`` (see
 :mod:`infersim.dataflow.loopnest.numerics`): for one loop order of one tiling in floats, or for
 several orders of many candidates at once in arrays of shape (orders, candidates).
@@ -22,6 +33,9 @@ import numpy as np
 from infersim.dataflow.loopnest.numerics import Figures, MathNamespace
 from infersim.dataflow.loopnest.problem import DEPENDS, Orders, Problem, total_footprint
 from infersim.dataflow.templates import DIMS, OPERANDS
+
+REDUCTION: frozenset[str] = frozenset(d for d in DIMS if d not in DEPENDS["output"])
+"""The reduction dims: loops the output does not depend on, dealt to the cores in chunks."""
 
 Flag = Any
 """Whether one loop is inner (or outer) to another, per loop order: True (in every order), or
@@ -43,6 +57,20 @@ class _LoopOrders(NamedTuple):
     """Per loop: the loops outer to it (it is dealt to the cores while they iterate fewer
     times than there are cores)."""
     n_orders: int
+
+
+class DramFigures(NamedTuple):
+    """What :func:`dram_figures` returns (see there)."""
+
+    reads: Figures
+    """DRAM bytes read per operand."""
+    writes: Figures
+    """DRAM bytes written per operand."""
+    iterations: Any
+    """Work items the dealt loops give the cores (1.0 on one core)."""
+    longest: Any
+    """The longest work item's SRAM tiles over the mean item's (>= 1; above 1 only where a
+    chunked reduction loop's last chunk is shorter; 1.0 on one core)."""
 
 
 def _flag(per_order: list[bool]) -> Flag | None:
@@ -95,21 +123,57 @@ def _loop_orders(orders: Orders, iterates: tuple[bool, ...]) -> _LoopOrders:
     return _LoopOrders(used, refetch_loops, outer_loops, len(orders))
 
 
+def _deal(
+    st: _LoopOrders, counts: Figures, cores: int, xp: MathNamespace
+) -> tuple[Figures, Any, Any]:
+    """(per loop its iterations dealt to the cores (1.0: not dealt), the work items, the
+    longest item's tiles over the mean item's) of the loops ``st`` on ``cores`` > 1 cores,
+    dealt as the module docstring says."""
+    iterations: Any = 1.0
+    longest: Any = 1.0
+    dealt: Figures = {}
+    for d, outer in st.outer_loops:
+        above: Any = 1.0
+        for e, flag in outer:
+            above = above * (counts[e] if flag is True else xp.where(flag, counts[e], 1.0))
+        deal = above < cores
+        if d in REDUCTION:  # in chunks of ceil(n / s) iterations, none empty
+            share = xp.maximum(xp.floor(float(cores) / above), 1.0)
+            slices = xp.ceil_div(counts[d], xp.minimum(counts[d], share))
+            chunks = xp.ceil_div(counts[d], slices)
+            dealt[d] = xp.where(deal, chunks, 1.0)
+            longest = longest * xp.where(deal, slices * chunks / counts[d], 1.0)
+        else:
+            dealt[d] = xp.where(deal, counts[d], 1.0)
+        iterations = iterations * dealt[d]
+    return dealt, iterations, longest
+
+
 def dram_traffic(
     prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace,
     multicast: int = 1,
 ) -> tuple[Figures, Figures, Any]:
-    """DRAM reads and writes per operand (bytes) and the DRAM loop iterations dealt to the
-    cores, with ``counts[d]`` SRAM tiles along each dim, for each of ``orders`` (outer to inner;
-    all orders of the same dims). With arrays, reads and writes have shape (orders,
-    candidates); the iterations (1.0 on one core) broadcast to it.
+    """(reads, writes, iterations) of :func:`dram_figures`."""
+    fig = dram_figures(prob, counts, orders, cores, xp, multicast)
+    return fig.reads, fig.writes, fig.iterations
 
-    The outer loops are dealt to the cores until every core has work: a loop is dealt when the
-    loops above it iterate fewer times than there are cores. With ``multicast`` > 1, clusters
-    of that many cores load a tile they share once (TMA multicast): the copies of one input
-    or weight tile that the cores dealt the loops it does not depend on fetch at once are
-    divided by it (never below one), for the operand of the two where that saves more bytes
-    (a cluster is laid along one dim of the grid).
+
+def dram_figures(
+    prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace,
+    multicast: int = 1,
+) -> DramFigures:
+    """DRAM reads and writes per operand (bytes), the work items the dealt DRAM loops give the
+    cores and the longest item's share (:class:`DramFigures`), with ``counts[d]`` SRAM tiles
+    along each dim, for each of ``orders`` (outer to inner; all orders of the same dims). With
+    arrays, reads and writes have shape (orders, candidates); the other figures broadcast to it.
+
+    The outer loops are dealt to the cores as the module docstring says: whole, or in chunks
+    for a reduction loop; a chunked reduction loop's partial sums are written once per chunk
+    and read back on all but the first. With ``multicast`` > 1, clusters of that many cores
+    load a tile they share once (TMA multicast): the copies of one input or weight tile that
+    the cores dealt the loops it does not depend on fetch at once are divided by it (never
+    below one), for the operand of the two where that saves more bytes (a cluster is laid
+    along one dim of the grid).
     """
     maxima = xp.max_each([counts[d] for d in _dims_of(orders)])
     st = _loop_orders(orders, tuple(m > 1.5 for m in maxima))
@@ -117,14 +181,10 @@ def dram_traffic(
     one = xp.ones(st.n_orders, counts["G"])
     # every count is a whole number, so the products below are exact in any order
     iterations: Any = 1.0
+    longest: Any = 1.0
     dealt: Figures = {}
     if cores > 1:
-        for d, outer in st.outer_loops:
-            above: Any = 1.0
-            for e, flag in outer:
-                above = above * (counts[e] if flag is True else xp.where(flag, counts[e], 1.0))
-            dealt[d] = above < cores
-            iterations = iterations * xp.where(dealt[d], counts[d], 1.0)
+        dealt, iterations, longest = _deal(st, counts, cores, xp)
         cores_used = xp.minimum(iterations, float(cores))
     reads: Figures = {}
     writes: Figures = {}
@@ -142,10 +202,9 @@ def dram_traffic(
                 reused = term if reused is False else reused | term
             if reused is not False:
                 refetch = refetch * xp.where(reused, counts[d], 1.0)
-            if cores > 1:  # else the cores dealt d's iterations each fetch the same tile
-                copy = xp.where(dealt[d], counts[d], 1.0)
-                spread = spread * copy
-                copies = copies * (copy if reused is False else xp.where(reused, 1.0, copy))
+            if cores > 1:  # else the cores dealt d's iterations (or chunks) each fetch it
+                spread = spread * dealt[d]
+                copies = copies * (dealt[d] if reused is False else xp.where(reused, 1.0, dealt[d]))
         total = total_footprint(prob, name, counts) * prob.operand_bytes[name]
         if cores > 1:
             refetch = refetch * xp.minimum(copies, cores_used)
@@ -161,4 +220,4 @@ def dram_traffic(
         first = saved["input"] >= saved["weight"]
         reads["input"] = reads["input"] - xp.where(first, saved["input"], 0.0)
         reads["weight"] = reads["weight"] - xp.where(first, 0.0, saved["weight"])
-    return reads, writes, iterations
+    return DramFigures(reads, writes, iterations, longest)

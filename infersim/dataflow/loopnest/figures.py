@@ -6,7 +6,9 @@ Time: the first tile's load, then per tile the larger of its compute and its DRA
 access latency. DRAM bytes per cycle = dram.bandwidth_bytes_per_s ×
 calibration.dram_bandwidth_efficiency / freq_hz; compute cycles are divided by the calibrated
 compute efficiency. With several cores, compute cycles = mean cycles per dealt iteration ×
-ceil(iterations / cores), never below MACs / (PEs × cores × r).
+ceil(iterations / cores) × the longest item's share (a chunked reduction loop's chunks may
+differ by a slice, see :mod:`~infersim.dataflow.loopnest.dram`), never below MACs / (PEs ×
+cores × r).
 
 One evaluation, :func:`figures_of`, serves both callers: :func:`evaluate_orders` (and
 :func:`evaluate`) for batches of candidate tilings in arrays, and the builder of one
@@ -21,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow.loopnest.dram import dram_traffic
+from infersim.dataflow.loopnest.dram import REDUCTION, dram_figures
 from infersim.dataflow.loopnest.folds import KEYS, rf_need
 from infersim.dataflow.loopnest.numerics import NP, Arr, Candidates, Figures, MathNamespace, prod
 from infersim.dataflow.loopnest.problem import (
@@ -213,11 +215,15 @@ def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared)
     """Per candidate, a bound no loop order's ``total_cycles`` falls below, from the figures
     that do not depend on the order:
 
-    - the cores used are min(tiles, cores) in every order (the outer loops are dealt until the
-      dealt iterations reach the cores, or every loop is dealt), so the first load and the last
-      store are exact;
-    - the dealt compute cycles are at least the fold cycles over the cores used (equal when
-      every tile gets a core: one wave);
+    - the cores used are at most min(tiles, cores) in every order (the outer loops are dealt
+      until the dealt iterations reach the cores, or every loop is dealt), and at least that
+      or, where a reduction loop iterates, floor(cores / 2) + 1: a reduction loop dealt in
+      chunks after ``above`` items leaves above × chunks items, and chunks of ceil(n / s)
+      iterations number at least (s + 1) / 2 with s = floor(cores / above) < n, so above ×
+      chunks > cores / 2. The first load and the last store grow with the cores used: they
+      are bounded with the fewest;
+    - the dealt compute cycles are at least the fold cycles over the most cores used (equal
+      when every tile gets a core: one wave);
     - DRAM moves at least the compulsory bytes, and the transfers beyond the first load and the
       last store overlap compute at best.
     """
@@ -227,8 +233,14 @@ def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared)
     bound_cycles = peak_bound_cycles(prob, chip, rate)
     used = np.minimum(prep.tiles, float(cores)) if cores > 1 else 1.0
     per_cycle = feed_bytes_per_cycle(chip, used, NP)  # the dealt cores are never more
-    first = used * (prep.sram["input"] + prep.sram["weight"]) / per_cycle
-    last = used * prep.sram["output"] / per_cycle
+    fewest = used
+    if cores > 1:
+        chunked = prod(prep.counts[d] for d in REDUCTION) > 1.5
+        fewest = np.where(chunked, np.minimum(used, float(cores // 2 + 1)), used)
+    # a core's first load (last store) over its feed grows with the cores: the fewest bound it
+    per_fewest = feed_bytes_per_cycle(chip, fewest, NP)
+    first = fewest * (prep.sram["input"] + prep.sram["weight"]) / per_fewest
+    last = fewest * prep.sram["output"] / per_fewest
     compute = np.maximum(np.ceil(prep.cycles / used - 1e-9) - 1, bound_cycles)
     busy = compute / chip.calibration.compute(prob.mac_class)
     overlap = np.maximum(first + busy + last, prep.compulsory / per_cycle)
@@ -243,11 +255,12 @@ def total_cycles_at(
     for element, as the full call makes for them (a loop no chosen candidate iterates is left
     out, which changes no product)."""
     counts = {d: v[idx] for d, v in prep.counts.items()}
-    reads, writes, iterations = dram_traffic(prob, counts, orders, chip.cores, NP,
-                                             multicast_of(chip))  # fmt: skip
+    reads, writes, iterations, longest = dram_figures(prob, counts, orders, chip.cores, NP,
+                                                      multicast_of(chip))  # fmt: skip
     dram_bytes = sum(reads[name] + writes[name] for name in OPERANDS)
     sram = {name: v[idx] for name, v in prep.sram.items()}
-    time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], iterations, sram, dram_bytes, NP)
+    time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], iterations, longest, sram,
+                 dram_bytes, NP)
     return time["total_cycles"]  # type: ignore[no-any-return]
 
 
@@ -270,8 +283,8 @@ def figures_of(
     rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     classes = tile_classes(prob, tile, xp)
     sums = all_tiles(nest, classes, rf, xp)
-    dram_rd, dram_wr, iterations = dram_traffic(prob, classes.counts, orders, cores, xp,
-                                                multicast_of(chip))  # fmt: skip
+    dram_rd, dram_wr, iterations, longest = dram_figures(prob, classes.counts, orders, cores,
+                                                         xp, multicast_of(chip))  # fmt: skip
     ob = prob.operand_bytes
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
     traffic: dict[str, dict[str, tuple[Any, Any]]] = {level: {} for level in LEVELS}
@@ -296,7 +309,7 @@ def figures_of(
             )
     dram_bytes = sum(r + w for r, w in traffic["dram"].values())
     sram: Figures = {name: tile_bytes(prob, name, tile, xp) for name in OPERANDS}
-    time = _time(nest, sums["cycles"], iterations, sram, dram_bytes, xp)
+    time = _time(nest, sums["cycles"], iterations, longest, sram, dram_bytes, xp)
     return {
         "traffic": traffic,
         "iterations": iterations,
@@ -314,11 +327,12 @@ def figures_of(
 
 
 def _time(
-    nest: Nest, cycles: Any, iterations: Any, sram: Figures, dram_bytes: Any, xp: MathNamespace
+    nest: Nest, cycles: Any, iterations: Any, longest: Any, sram: Figures, dram_bytes: Any,
+    xp: MathNamespace,
 ) -> Figures:
     """Waves, cores used, compute cycles and time of ``cycles`` summed over every SRAM tile,
-    ``iterations`` of the DRAM loops dealt to the cores, ``sram`` bytes per operand of one
-    tile and ``dram_bytes``."""
+    ``iterations`` work items of the DRAM loops dealt to the cores (the longest ``longest``
+    times the mean item), ``sram`` bytes per operand of one tile and ``dram_bytes``."""
     prob, _, chip, rate = nest
     cores = chip.cores
     bound_cycles = peak_bound_cycles(prob, chip, rate)
@@ -327,7 +341,7 @@ def _time(
         waves = xp.ceil_div(iterations, cores)
         cores_used = xp.minimum(iterations, float(cores))
         per_cycle = feed_bytes_per_cycle(chip, cores_used, xp)
-        dealt_cycles = cycles / iterations * waves
+        dealt_cycles = cycles / iterations * waves * longest
         first = cores_used * load / per_cycle
         last = cores_used * sram["output"] / per_cycle
     else:  # iterations, waves and cores used are 1.0: x / 1.0 * 1.0 and 1.0 * x are x exactly

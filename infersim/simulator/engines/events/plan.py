@@ -2,9 +2,12 @@
 tiles, with the compute cycles and the bytes every tile moves.
 
 Dealing. The DRAM loops of the mapping (outer to inner) are dealt to the cores as the analyzer
-deals them: the outer loops, until there are at least as many iterations ("work items") as
-cores. Item ``j`` runs on core ``j mod cores`` in wave ``j div cores``; an item runs the inner
-DRAM loops on its core, one SRAM tile after another. A last partial wave leaves cores idle.
+deals them (:mod:`infersim.dataflow.loopnest.dram`): the outer loops, until there are at least
+as many iterations ("work items") as cores; a loop the output depends on whole, a reduction loop
+in chunks (split-K: the loop becomes a dealt loop over its chunks and, inside every item, a
+serial loop over the chunk's slices, fewer in a shorter last chunk). Item ``j`` runs on core
+``j mod cores`` in wave ``j div cores``; an item runs the inner DRAM loops on its core, one SRAM
+tile after another. A last partial wave leaves cores idle.
 
 Traffic per tile. Along one core's sequence, an input or weight tile is fetched when the tile
 it needs differs from the one before it on that core (the analyzer's refetch rule); an output
@@ -46,6 +49,7 @@ from infersim.dataflow.loopnest import (
     tile_compute,
     tile_operand_bytes,
 )
+from infersim.dataflow.loopnest.dram import REDUCTION
 from infersim.dataflow.templates import OPERANDS
 from infersim.errors import InfersimError
 
@@ -139,6 +143,48 @@ def _inner_changes(idx: list[npt.NDArray[np.int64]], n: int) -> npt.NDArray[np.i
     return np.argmax(changed, axis=0)
 
 
+class _Inner:
+    """The inner DRAM loops one work item runs serially: its tiles' loop indices (row-major)
+    and, per operand, whether each tile after the first enters a new tile of it."""
+
+    def __init__(self, loops: list[_Loop]) -> None:
+        self.loops = loops
+        self.n = math.prod(lp.count for lp in loops)
+        shape = [lp.count for lp in loops]
+        self.idx = list(np.unravel_index(np.arange(self.n), shape)) if shape else []
+        q = _inner_changes(self.idx, self.n)
+        self.enter: dict[str, npt.NDArray[np.bool_]] = {}
+        for name in OPERANDS:
+            deps = [p for p, lp in enumerate(loops) if lp.dim in DEPENDS[name]]
+            self.enter[name] = q <= max(deps) if deps else np.zeros(len(q), dtype=bool)
+
+
+def _dealt(loops: list[_Loop], cores: int) -> tuple[list[_Loop], list[_Loop], list[_Loop], int]:
+    """(dealt loops, the inner loops of every item, those of the last chunk's items, items):
+    ``loops`` dealt to ``cores`` cores as the analyzer deals them (see the module docstring).
+    A chunked reduction loop is the last dealt loop, over its chunks (a remainder when the last
+    chunk differs), and the first inner loop, over a chunk's slices."""
+    items = 1
+    for p, loop in enumerate(loops):
+        if items >= cores:
+            inner = loops[p:]
+            return loops[:p], inner, inner, items
+        if loop.dim in REDUCTION:
+            slices = -(-loop.count // min(loop.count, max(cores // items, 1)))
+            chunks = -(-loop.count // slices)
+            if chunks < loop.count:
+                span = slices * loop.tile  # elements of one chunk
+                rest = loops[p + 1:]
+                over = _Loop(loop.dim, chunks, span, loop.tile * (loop.count - 1) + loop.rem
+                             - (chunks - 1) * span)  # fmt: skip
+                full = _Loop(loop.dim, slices, loop.tile, loop.tile)
+                last = _Loop(loop.dim, loop.count - (chunks - 1) * slices, loop.tile, loop.rem)
+                return [*loops[:p], over], [full, *rest], [last, *rest], items * chunks
+        items *= loop.count
+    none: list[_Loop] = []
+    return loops, none, none, items
+
+
 class _Unroll:
     """Per-item tile profiles of one mapping (cached by item code)."""
 
@@ -146,34 +192,22 @@ class _Unroll:
         self.prob, self.mapping, self.chip = prob, mapping, chip
         dims, tile = prob.dims, mapping.sram_tile
         loops = [_Loop(d, n, tile[d], dims[d] - (n - 1) * tile[d]) for d, n in mapping.dram_loops]
-        items, dealt = 1, 0
-        for loop in loops:
-            if items >= chip.cores:
-                break
-            items *= loop.count
-            dealt += 1
-        self.items, self.outer, self.inner = items, loops[:dealt], loops[dealt:]
-        self.n_inner = math.prod(lp.count for lp in self.inner)
-        shape = [lp.count for lp in self.inner]
-        self.inner_idx = list(np.unravel_index(np.arange(self.n_inner), shape)) if shape else []
-        q = _inner_changes(self.inner_idx, self.n_inner)
-        self.enter: dict[str, npt.NDArray[np.bool_]] = {}
-        self.deep: dict[str, bool] = {}
-        for name in OPERANDS:
-            deps = [p for p, lp in enumerate(self.inner) if lp.dim in DEPENDS[name]]
-            self.deep[name] = bool(deps)
-            self.enter[name] = q <= max(deps) if deps else np.zeros(len(q), dtype=bool)
+        self.outer, inner, last, self.items = _dealt(loops, chip.cores)
+        # the items of a shorter last chunk (the last dealt loop's remainder) run ``last``
+        self.inner = _Inner(inner)
+        self.last = self.inner if last is inner else _Inner(last)
+        self.deep = {name: any(lp.dim in DEPENDS[name] for lp in inner) for name in OPERANDS}
         self._class: dict[tuple[int, ...], tuple[float, ...]] = {}
         self._profile: dict[int, dict[str, Floats]] = {}
 
-    def class_costs(self, ext_rem: tuple[bool, ...]) -> tuple[float, ...]:
-        """(cycles, folds, input, weight, output bytes) of a tile whose loops are remainders
-        per flag."""
+    def class_costs(self, ext_rem: tuple[bool, ...], inner: _Inner) -> tuple[float, ...]:
+        """(cycles, folds, input, weight, output bytes) of a tile whose loops (the dealt ones,
+        then ``inner``'s) are remainders per flag."""
         key = tuple(int(b) for b in ext_rem)
         found = self._class.get(key)
         if found is None:
             ext = {d: self.mapping.sram_tile[d] for d in DIMS}
-            for lp, rem in zip((*self.outer, *self.inner), ext_rem, strict=True):
+            for lp, rem in zip((*self.outer, *inner.loops), ext_rem, strict=True):
                 ext[lp.dim] = lp.rem if rem else lp.tile
             rf = self.mapping.tiling.rf
             found = (
@@ -223,24 +257,28 @@ class _Unroll:
             return found
         cls, flags = code >> 4, code & 15
         outer_rem = tuple(bool(cls >> p & 1) for p in range(len(self.outer)))
-        inner_rem = [_bits(i, lp) for i, lp in zip(self.inner_idx, self.inner, strict=True)]
-        inner_cls = np.zeros(self.n_inner, dtype=np.int64)
+        inner = self.last if outer_rem and outer_rem[-1] else self.inner
+        inner_rem = [_bits(i, lp) for i, lp in zip(inner.idx, inner.loops, strict=True)]
+        inner_cls = np.zeros(inner.n, dtype=np.int64)
         for p, b in enumerate(inner_rem):
             inner_cls |= b.astype(np.int64) << p
-        costs = np.zeros((self.n_inner, 5))
+        costs = np.zeros((inner.n, 5))
         for c in np.unique(inner_cls):
-            rem = tuple(bool(int(c) >> p & 1) for p in range(len(self.inner)))
-            costs[inner_cls == c] = self.class_costs(outer_rem + rem)
+            rem = tuple(bool(int(c) >> p & 1) for p in range(len(inner.loops)))
+            costs[inner_cls == c] = self.class_costs(outer_rem + rem, inner)
         out: dict[str, Floats] = {"cycles": costs[:, 0], "folds": costs[:, 1]}
         enters = {}
         for bit, name in enumerate(OPERANDS):
-            enters[name] = np.concatenate(([bool(flags >> bit & 1)], self.enter[name]))
+            enters[name] = np.concatenate(([bool(flags >> bit & 1)], inner.enter[name]))
         out["input"] = costs[:, 2] * enters["input"]
         out["weight"] = costs[:, 3] * enters["weight"]
         out["out_read"] = costs[:, 4] * enters["output"]
-        leave = np.concatenate((self.enter["output"], [bool(flags >> 3 & 1)]))
+        leave = np.concatenate((inner.enter["output"], [bool(flags >> 3 & 1)]))
         out["out_write"] = costs[:, 4] * leave
-        out["hold"] = costs[:, 2] + costs[:, 3] + costs[:, 4]
+        # the SRAM a tile reserves: what the analyzer's fit counts (an output held in the
+        # registers takes none)
+        held_output = 0.0 if self.mapping.template.output_in_registers else costs[:, 4]
+        out["hold"] = costs[:, 2] + costs[:, 3] + held_output
         self._profile[code] = out
         return out
 
