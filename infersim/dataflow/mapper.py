@@ -34,7 +34,7 @@ import json
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Literal, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -94,22 +94,25 @@ _RF_OPTIONS_MAX = 16
 _CUT = ("G", "N", "K", "C", "P")  # dims the mapper cuts (Q, R, S stay whole)
 
 
-class _LRU:
+V = TypeVar("V")
+
+
+class _LRU(Generic[V]):
     """A bounded least-recently-used cache."""
 
     def __init__(self, maxsize: int) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize(={maxsize}) must be >= 1")
         self.maxsize = maxsize
-        self._data: OrderedDict[tuple[Any, ...], tuple[Mapping, ...]] = OrderedDict()
+        self._data: OrderedDict[tuple[Any, ...], V] = OrderedDict()
 
-    def get(self, key: tuple[Any, ...]) -> tuple[Mapping, ...] | None:
+    def get(self, key: tuple[Any, ...]) -> V | None:
         value = self._data.get(key)
         if value is not None:
             self._data.move_to_end(key)
         return value
 
-    def put(self, key: tuple[Any, ...], value: tuple[Mapping, ...]) -> None:
+    def put(self, key: tuple[Any, ...], value: V) -> None:
         self._data[key] = value
         self._data.move_to_end(key)
         while len(self._data) > self.maxsize:
@@ -125,7 +128,7 @@ class _LRU:
         return len(self._data)
 
 
-_CACHE = _LRU(maxsize=4096)
+_CACHE: _LRU[tuple[Mapping, ...]] = _LRU(maxsize=4096)
 """Finished mappings by (op, whole chip, template, objective, top_k): the warm path."""
 
 _SEARCHES: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
@@ -316,8 +319,7 @@ def register_fit(prob: Problem, tpl: Template | None, tile: dict[str, Any], chip
     return ok & (out * ACCUMULATOR_BYTES <= budget)
 
 
-_GRIDS: OrderedDict[tuple[Any, ...], tuple[dict[str, Arr], dict[str, Arr]]] = OrderedDict()
-_GRIDS_MAX = 4096
+_GRIDS: _LRU[tuple[dict[str, Arr], dict[str, Arr]]] = _LRU(maxsize=4096)
 """Fitting candidate grids by everything :func:`_grid` reads (see :func:`_grid_key`)."""
 
 
@@ -361,11 +363,7 @@ def _grid(
         for part in found:
             for v in part.values():
                 v.flags.writeable = False
-        _GRIDS[key] = found
-        while len(_GRIDS) > _GRIDS_MAX:
-            _GRIDS.popitem(last=False)
-    else:
-        _GRIDS.move_to_end(key)
+        _GRIDS.put(key, found)
     return found
 
 
@@ -772,12 +770,10 @@ def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
             tiling = Tiling(tile={d: int(mine[d][j]) for d in DIMS}, order=ORDERS[o])
             _search_cache((sig, "traffic", geometry), lambda tiling=tiling: tiling)
             # what traffic_of computes of this tiling alone (the same operations)
-            _TRAFFIC[(sig, chip.key, "traffic-dram")] = {
+            _TRAFFIC.put((sig, chip.key, "traffic-dram"), {
                 name: Access(float(reads[name][o, lo + j]), float(writes[name][o, lo + j]))
                 for name in OPERANDS
-            }
-    while len(_TRAFFIC) > _CACHE.maxsize:
-        _TRAFFIC.popitem(last=False)
+            })  # fmt: skip
     return len(jobs)
 
 
@@ -851,13 +847,11 @@ def traffic_of(op: OpBase, chip: Chip) -> dict[str, Access]:
         reads, writes, _ = dram_traffic(prob, counts, (order,), chip.cores, PY,
                                         multicast_of(chip))  # fmt: skip
         found = {name: Access(float(reads[name]), float(writes[name])) for name in OPERANDS}
-        _TRAFFIC[key] = found
-        while len(_TRAFFIC) > _CACHE.maxsize:
-            _TRAFFIC.popitem(last=False)
+        _TRAFFIC.put(key, found)
     return found
 
 
-_TRAFFIC: OrderedDict[tuple[Any, ...], dict[str, Access]] = OrderedDict()
+_TRAFFIC: _LRU[dict[str, Access]] = _LRU(maxsize=4096)
 """:func:`traffic_of` by (op signature, whole chip): its warm path."""
 
 
