@@ -64,6 +64,7 @@ from infersim.dataflow.loopnest.figures import (
     compulsory_bytes,
     lower_bound_cycles,
     multicast_of,
+    partials_capacity_bytes,
     prepare,
     total_cycles_at,
 )
@@ -710,18 +711,22 @@ def _tile_counts(prob: Problem, tile: dict[str, Arr]) -> dict[str, Arr]:
                            tile[d]) for d in DIMS}  # fmt: skip
 
 
-def _moved_bytes(prob: Problem, counts: dict[str, Arr], cores: int, n: int) -> Arr:
+def _moved_bytes(prob: Problem, counts: dict[str, Arr], cores: int, n: int,
+                 capacity_bytes: float | None = None) -> Arr:
     """DRAM bytes moved by ``n`` candidates with tile ``counts`` in each of :data:`ORDERS`,
-    shape (orders, n)."""
-    return _moved_by_operand(prob, counts, cores, n)[0]
+    shape (orders, n), on ``cores`` cores below a level of ``capacity_bytes`` (see
+    :func:`~infersim.dataflow.loopnest.dram.dram_figures`)."""
+    return _moved_by_operand(prob, counts, cores, n, capacity_bytes)[0]
 
 
 def _moved_by_operand(
-    prob: Problem, counts: dict[str, Arr], cores: int, n: int
+    prob: Problem, counts: dict[str, Arr], cores: int, n: int,
+    capacity_bytes: float | None = None,
 ) -> tuple[Arr, dict[str, Arr], dict[str, Arr]]:
     """(:func:`_moved_bytes`, the reads and the writes per operand), each of shape
     (orders, n)."""
-    reads, writes, _ = dram_traffic(prob, counts, ORDERS, cores, NP)
+    reads, writes, _ = dram_traffic(prob, counts, ORDERS, cores, NP,
+                                    capacity_bytes=capacity_bytes)  # fmt: skip
     shape = (len(ORDERS), n)
     total = np.zeros(shape)
     for name in OPERANDS:
@@ -794,7 +799,8 @@ def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
     counts = _tile_counts(prob, tile)
 
     def moved(idx: Any) -> Arr:  # DRAM bytes of the candidates idx, shape (orders, len(idx))
-        return _moved_bytes(prob, {d: v[idx] for d, v in counts.items()}, chip.cores, len(idx))
+        return _moved_bytes(prob, {d: v[idx] for d, v in counts.items()}, chip.cores, len(idx),
+                            partials_capacity_bytes(chip))
 
     # bounded as the latency search is: no order moves fewer than the compulsory bytes
     n = len(tile["G"])
@@ -845,7 +851,7 @@ def traffic_of(op: OpBase, chip: Chip) -> dict[str, Access]:
         order = (*tiling.order, *(d for d in TILEABLE if d not in tiling.order))
         counts = {d: PY.ceil_div(float(prob.dims[d]), float(tile[d])) for d in DIMS}
         reads, writes, _ = dram_traffic(prob, counts, (order,), chip.cores, PY,
-                                        multicast_of(chip))  # fmt: skip
+                                        multicast_of(chip), partials_capacity_bytes(chip))
         found = {name: Access(float(reads[name]), float(writes[name])) for name in OPERANDS}
         _TRAFFIC.put(key, found)
     return found

@@ -248,3 +248,42 @@ def test_to_dict_is_json_ready() -> None:
     ):
         assert key in data
     assert data["traffic_bytes"]["dram"]["input"]["reads"] == 64 * 128 * 2
+
+
+def test_a_reduction_loop_is_dealt_in_no_more_chunks_than_the_level_above_holds() -> None:
+    """The case above (two output tiles, 16 slices of C on ten cores: 4 chunks of 4 slices)
+    below a level that holds 3 copies of the 64 x 64 x 2-byte output (3 x 8,192 bytes and
+    change): s = min(16, 10 // 2, 3) = 3 chunks of ceil(16 / 3) = 6 slices (6, 6 and 4), 6
+    items, the longest 6 of the 32 equal tiles; partial sums written 3 times, read back twice.
+    Below a level that holds less than one copy, C is not split: 1 chunk, and no loop inner to
+    it is dealt (2 items, the K tiles), one kernel."""
+    op = gemm(64, 1024, 64)
+    tiling = Tiling(tile={"P": 64, "K": 32, "C": 64}, order=("K", "C", "P"))
+    out_bytes = op.m * op.n * 2
+    one = analyze(op, array_chip(32, 32), TEMPLATES["ws"], tiling)
+    holds = {"dram.capacity_bytes": 3 * out_bytes + 100}
+    three = analyze(op, array_chip(32, 32, cores=10, **holds), TEMPLATES["ws"], tiling)
+    assert (three.iterations, three.cores_used, three.waves, three.kernels) == (6, 6, 1, 2)
+    assert three.traffic["dram"]["output"].writes_bytes == 3 * out_bytes
+    assert three.traffic["dram"]["output"].reads_bytes == 2 * out_bytes
+    assert three.compute_cycles == (one.compute_cycles + 1) * 6 // 32 - 1
+    none = analyze(op, array_chip(32, 32, cores=10, **{"dram.capacity_bytes": out_bytes - 1}),
+                   TEMPLATES["ws"], tiling)  # fmt: skip
+    assert (none.iterations, none.cores_used, none.kernels) == (2, 2, 1)
+    assert none.traffic["dram"]["output"] == one.traffic["dram"]["output"]
+
+
+def test_a_split_pays_one_more_kernel_overhead_in_the_mapping_time() -> None:
+    """The 4-chunk split above launches a second kernel: with a 2 us overhead on a 1 GHz clock
+    its total cycles grow by 2,000 exactly over the same mapping on a chip without one; the
+    unsplit mapping (one core) does not move."""
+    op = gemm(64, 1024, 64)
+    tiling = Tiling(tile={"P": 64, "K": 32, "C": 64}, order=("K", "C", "P"))
+    overhead = {"calibration.kernel_overhead_s": 2e-6, "freq_hz": 1e9}
+    for cores, kernels in ((10, 2), (1, 1)):
+        free = analyze(op, array_chip(32, 32, cores=cores, freq_hz=1e9), TEMPLATES["ws"], tiling)
+        paid = analyze(op, array_chip(32, 32, cores=cores, **overhead), TEMPLATES["ws"], tiling)
+        assert free.kernels == paid.kernels == kernels
+        assert paid.total_cycles - free.total_cycles == pytest.approx(2000.0 * (kernels - 1),
+                                                                      abs=1e-6)  # fmt: skip
+        assert paid.compute_cycles == free.compute_cycles

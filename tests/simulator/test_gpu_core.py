@@ -4,6 +4,8 @@ weight-only dequantization and the launch overhead (issue 15), checked by hand a
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,8 +29,10 @@ def gemm(m: int, k: int, n: int, a: str = "bf16", b: str | None = None) -> Gemm:
 
 
 def kernel_s(op: Gemm, chip: object, engine: object = analytic) -> float:
-    """The kernel's own time: the op's cost less the fixed launch overhead."""
-    return engine.cost(op, chip).time_s - chip.kernel_overhead_s  # type: ignore[attr-defined]
+    """The kernels' own time: the op's cost less the fixed launch overhead of each kernel its
+    mapping launches (two for a split reduction)."""
+    kernels = map_op(op, analytic.level_views(chip)[0], "best", "latency").kernels  # type: ignore[arg-type]
+    return engine.cost(op, chip).time_s - kernels * chip.kernel_overhead_s  # type: ignore[attr-defined]
 
 
 def test_gpu_presets_run_the_tensor_core_template() -> None:
@@ -181,3 +185,61 @@ def test_engines_agree_on_a_whole_prefill_step() -> None:
     a, e = (simulate(H100, model, scenario, techniques="bf16", engine=x)
             for x in ("analytic", "events"))
     assert e.latency_s == pytest.approx(a.latency_s, rel=0.03)
+
+
+FP8_SPLIT = Gemm(name="g", m=1024, k=14336, n=9216, a_dtype="fp8_e4m3", b_dtype="fp8_e4m3",
+                 out_dtype="fp8_e4m3")
+"""A GEMM the h100 maps as a split-K (it took 28 chunks when the L2 held any number)."""
+
+
+def test_split_k_partials_fit_the_l2_they_meet_in() -> None:
+    """The cores view's level above the cores is the L2 (50 MiB on the h100): it holds
+    floor(52,428,800 / (1024 x 9216 x 1 byte)) = 5 copies of the fp8 output, so the reduction
+    loop is dealt in at most 5 chunks, and the partials of those chunks fit the L2."""
+    from infersim.simulator.engines.events.plan import _Unroll
+
+    view = analytic.level_views(H100)[0]
+    assert view.dram.capacity_bytes == H100.shared_sram.capacity_bytes == 52_428_800  # type: ignore[union-attr]
+    mapping = map_op(FP8_SPLIT, view, "best", "latency")
+    chunks = {lp.dim: lp.count for lp in _Unroll(problem_of(FP8_SPLIT), mapping, view).outer}
+    assert mapping.kernels == 2 and 1 < chunks["C"] <= 5
+    assert chunks["C"] * 1024 * 9216 <= view.dram.capacity_bytes
+    assert mapping.iterations == chunks["C"] * math.prod(n for d, n in chunks.items() if d != "C")
+
+
+@pytest.mark.parametrize(("op", "kernels"), [(FP8_SPLIT, 2), (gemm(4096, 4096, 4096), 1)])
+def test_a_split_pays_exactly_one_more_kernel_overhead_in_both_engines(op: Gemm,
+                                                                       kernels: int) -> None:
+    """One more microsecond of calibrated kernel overhead costs a split GEMM (a GEMM kernel and
+    a reduction kernel) 2 us and an unsplit one 1 us, in the analytic and the event engine
+    alike (the mapping is the same on both chips)."""
+    more = H100.with_(**{"calibration.kernel_overhead_s": 1e-6})
+    before, after = (map_op(op, analytic.level_views(c)[0], "best", "latency")
+                     for c in (H100, more))  # fmt: skip
+    assert before.tiling == after.tiling and before.kernels == after.kernels == kernels
+    for engine in (analytic, events):
+        extra = engine.cost(op, more).time_s - engine.cost(op, H100).time_s
+        assert extra == pytest.approx(kernels * 1e-6, rel=1e-6)
+
+
+def test_without_a_kernel_overhead_a_split_adds_no_time() -> None:
+    """On a chip whose kernel_overhead_s is 0 (no launch, as the TPU presets and the custom
+    designs), a split mapping's time is the loop nest's alone and each engine's op time is the
+    larger of its levels' times with nothing added."""
+    from infersim.dataflow.loopnest.figures import loop_nest_cycles
+
+    free = H100.with_(launch=None)
+    assert free.kernel_overhead_s == 0.0
+    view = analytic.level_views(free)[0]
+    mapping = map_op(FP8_SPLIT, view, "best", "latency")
+    assert mapping.kernels == 2
+    assert loop_nest_cycles(view, mapping.total_cycles, mapping.kernels) == mapping.total_cycles
+    dram_bytes = analytic.cost(FP8_SPLIT, free).dram_bytes
+    levels = max(analytic.mapping_seconds(FP8_SPLIT, view, mapping),
+                 analytic.dram_level_s(FP8_SPLIT, free, mapping, dram_bytes),
+                 analytic.overlapped_vector_s(FP8_SPLIT, free))  # fmt: skip
+    assert analytic.cost(FP8_SPLIT, free).time_s == levels
+    _, timeline = events.simulate_op(FP8_SPLIT, free)
+    assert events.cost(FP8_SPLIT, free).time_s == max(
+        timeline.stats.makespan_cycles / free.freq_hz,
+        analytic.overlapped_vector_s(FP8_SPLIT, free))

@@ -11,12 +11,22 @@ Dealing (split-K by chunks). The outer loops are dealt to the cores until every 
 a loop is dealt while the loops above it iterate fewer times (``above``) than there are cores.
 A loop the output depends on is dealt whole (independent work items: a GPU grid, in waves). A
 reduction loop (one the output does not depend on, :data:`REDUCTION`) of ``n`` iterations is
-dealt in chunks: s = min(n, floor(cores / above)) of at most ceil(n / s) iterations each
+dealt in chunks: s = min(n, floor(cores / above), held) of at most ceil(n / s) iterations each
 (ceil(n / ceil(n / s)) chunks, none empty), each work item iterating its chunk serially with
-its accumulators on the core; the partial sums of the chunks meet in the level above. A chunked
-loop leaves fewer than ``cores`` items only when more chunks would overfill the cores, and
-then above × n > cores: no loop inner to it is dealt, so the dealt loops are always a prefix of
-the order. The work items are then not all alike: the longest iterates ceil(n / s) slices.
+its accumulators on the core; the partial sums of the chunks meet in the level above.
+
+That level must hold them: ``held`` (:func:`held_chunks`, at least 1) is how many copies of
+the output (its footprint at the output's bytes per element, as the partial-sum traffic below
+counts them) the level above the cores holds (its capacity), over the chunks of the reduction
+loops dealt outer to this one. The partial sums of a split-K meet in the level that feeds the
+cores; on a GPU that is the L2, which cannot hold a workspace larger than itself (cuBLAS puts
+one in global memory), so more chunks than it holds are not dealt. A reduction loop dealt in
+fewer chunks than its iterations (cut) ends the dealing: no loop inner to it is dealt, so the
+dealt loops are always a prefix of the order (without the cap, a cut leaves above × n >
+cores, so no inner loop would be dealt anyway). The work items are then not all alike: the
+longest iterates ceil(n / s) slices. A mapping that deals a reduction loop in more than one
+chunk launches a second kernel that sums the partials (cuBLAS's ``splitKreduce_kernel``):
+:attr:`DramFigures.kernels`.
 
 The rule is written once against a math namespace ``xp`` (see
 :mod:`infersim.dataflow.loopnest.numerics`): for one loop order of one tiling in floats, or for
@@ -71,6 +81,9 @@ class DramFigures(NamedTuple):
     longest: Any
     """The longest work item's SRAM tiles over the mean item's (>= 1; above 1 only where a
     chunked reduction loop's last chunk is shorter; 1.0 on one core)."""
+    kernels: Any
+    """Kernels the mapping launches: 2.0 where a reduction loop is dealt in more than one chunk
+    (a second kernel sums the partials), else 1.0."""
 
 
 def _flag(per_order: list[bool]) -> Flag | None:
@@ -123,44 +136,80 @@ def _loop_orders(orders: Orders, iterates: tuple[bool, ...]) -> _LoopOrders:
     return _LoopOrders(used, refetch_loops, outer_loops, len(orders))
 
 
+def held_chunks(prob: Problem, counts: Figures, capacity_bytes: float, xp: MathNamespace) -> Any:
+    """Copies of the partial sums of the output (its footprint at the output's bytes per
+    element, as the spilled partial sums are counted) that ``capacity_bytes`` hold: the most
+    chunks a reduction loop is dealt in (whole copies, at least 1), with ``counts[d]`` SRAM
+    tiles along each dim."""
+    out_bytes = total_footprint(prob, "output", counts) * prob.operand_bytes["output"]
+    return xp.maximum(xp.floor(capacity_bytes / out_bytes), 1.0)
+
+
 def _deal(
-    st: _LoopOrders, counts: Figures, cores: int, xp: MathNamespace
-) -> tuple[Figures, Any, Any]:
+    st: _LoopOrders, counts: Figures, cores: int, held: Any, xp: MathNamespace
+) -> tuple[Figures, Any, Any, Any]:
     """(per loop its iterations dealt to the cores (1.0: not dealt), the work items, the
-    longest item's tiles over the mean item's) of the loops ``st`` on ``cores`` > 1 cores,
-    dealt as the module docstring says."""
+    longest item's tiles over the mean item's, the kernels launched) of the loops ``st`` on
+    ``cores`` > 1 cores, dealt as the module docstring says, the level above the cores holding
+    ``held`` copies of the partial sums (:func:`held_chunks`).
+
+    Every ``above`` is a product of whole loop counts, so whether a loop is dealt, and whether
+    a reduction loop is cut, depend on the counts alone: the cuts are found first, then each
+    loop is dealt where ``above`` < cores and no reduction loop outer to it is cut."""
+    above: Figures = {}
+    outer_of = dict(st.outer_loops)
+    for d, outer in st.outer_loops:
+        a: Any = 1.0
+        for e, flag in outer:
+            a = a * (counts[e] if flag is True else xp.where(flag, counts[e], 1.0))
+        above[d] = a
+    chunked: dict[str, tuple[Any, Any, Any]] = {}  # reduction loop: (chunks, slices, cut)
+    for d in st.used:
+        if d not in REDUCTION:
+            continue
+        merged: Any = 1.0  # chunks of the reduction loops outer to d (dealt whole if d is)
+        for e, flag in outer_of[d]:
+            if e in REDUCTION:
+                merged = merged * (counts[e] if flag is True else xp.where(flag, counts[e], 1.0))
+        share = xp.maximum(xp.minimum(xp.floor(float(cores) / above[d]),
+                                      xp.floor(held / merged)), 1.0)  # fmt: skip
+        slices = xp.ceil_div(counts[d], xp.minimum(counts[d], share))
+        chunks = xp.ceil_div(counts[d], slices)
+        cut = xp.where(above[d] < cores, chunks < counts[d], False)
+        chunked[d] = (chunks, slices, cut)
     iterations: Any = 1.0
     longest: Any = 1.0
+    split: Any = False
     dealt: Figures = {}
     for d, outer in st.outer_loops:
-        above: Any = 1.0
-        for e, flag in outer:
-            above = above * (counts[e] if flag is True else xp.where(flag, counts[e], 1.0))
-        deal = above < cores
-        if d in REDUCTION:  # in chunks of ceil(n / s) iterations, none empty
-            share = xp.maximum(xp.floor(float(cores) / above), 1.0)
-            slices = xp.ceil_div(counts[d], xp.minimum(counts[d], share))
-            chunks = xp.ceil_div(counts[d], slices)
+        deal = above[d] < cores
+        for e, flag in outer:  # a cut reduction loop outer to d ends the dealing
+            if e in chunked:
+                deal = xp.where(chunked[e][2] if flag is True else flag & chunked[e][2],
+                                False, deal)  # fmt: skip
+        if d in chunked:  # in chunks of ceil(n / s) iterations, none empty
+            chunks, slices, _ = chunked[d]
             dealt[d] = xp.where(deal, chunks, 1.0)
             longest = longest * xp.where(deal, slices * chunks / counts[d], 1.0)
+            split = split | (dealt[d] > 1.5)
         else:
             dealt[d] = xp.where(deal, counts[d], 1.0)
         iterations = iterations * dealt[d]
-    return dealt, iterations, longest
+    return dealt, iterations, longest, xp.where(split, 2.0, 1.0)
 
 
 def dram_traffic(
     prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace,
-    multicast: int = 1,
+    multicast: int = 1, capacity_bytes: float | None = None,
 ) -> tuple[Figures, Figures, Any]:
     """(reads, writes, iterations) of :func:`dram_figures`."""
-    fig = dram_figures(prob, counts, orders, cores, xp, multicast)
+    fig = dram_figures(prob, counts, orders, cores, xp, multicast, capacity_bytes)
     return fig.reads, fig.writes, fig.iterations
 
 
 def dram_figures(
     prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace,
-    multicast: int = 1,
+    multicast: int = 1, capacity_bytes: float | None = None,
 ) -> DramFigures:
     """DRAM reads and writes per operand (bytes), the work items the dealt DRAM loops give the
     cores and the longest item's share (:class:`DramFigures`), with ``counts[d]`` SRAM tiles
@@ -173,7 +222,8 @@ def dram_figures(
     load a tile they share once (TMA multicast): the copies of one input or weight tile that
     the cores dealt the loops it does not depend on fetch at once are divided by it (never
     below one), for the operand of the two where that saves more bytes (a cluster is laid
-    along one dim of the grid).
+    along one dim of the grid). ``capacity_bytes``: what the level above the cores holds, which
+    caps the chunks of a reduction loop (:func:`held_chunks`; None: no cap).
     """
     maxima = xp.max_each([counts[d] for d in _dims_of(orders)])
     st = _loop_orders(orders, tuple(m > 1.5 for m in maxima))
@@ -182,9 +232,12 @@ def dram_figures(
     # every count is a whole number, so the products below are exact in any order
     iterations: Any = 1.0
     longest: Any = 1.0
+    kernels: Any = 1.0
     dealt: Figures = {}
     if cores > 1:
-        dealt, iterations, longest = _deal(st, counts, cores, xp)
+        held = (float(cores) if capacity_bytes is None
+                else held_chunks(prob, counts, capacity_bytes, xp))  # fmt: skip
+        dealt, iterations, longest, kernels = _deal(st, counts, cores, held, xp)
         cores_used = xp.minimum(iterations, float(cores))
     reads: Figures = {}
     writes: Figures = {}
@@ -220,4 +273,4 @@ def dram_figures(
         first = saved["input"] >= saved["weight"]
         reads["input"] = reads["input"] - xp.where(first, saved["input"], 0.0)
         reads["weight"] = reads["weight"] - xp.where(first, 0.0, saved["weight"])
-    return DramFigures(reads, writes, iterations, longest)
+    return DramFigures(reads, writes, iterations, longest, kernels)

@@ -8,7 +8,11 @@ calibration.dram_bandwidth_efficiency / freq_hz; compute cycles are divided by t
 compute efficiency. With several cores, compute cycles = mean cycles per dealt iteration ×
 ceil(iterations / cores) × the longest item's share (a chunked reduction loop's chunks may
 differ by a slice, see :mod:`~infersim.dataflow.loopnest.dram`), never below MACs / (PEs ×
-cores × r).
+cores × r). A mapping that deals a reduction loop in more than one chunk launches a second
+kernel that sums the partials: its time adds one more ``kernel_overhead_s`` of the chip mapped
+(:func:`launch_cycles`), so that the search splits only where splitting saves more than the
+launch. The engines add every kernel's overhead, the first one included, outside the
+mapping's time (see :func:`loop_nest_cycles`).
 
 One evaluation, :func:`figures_of`, serves both callers: :func:`evaluate_orders` (and
 :func:`evaluate`) for batches of candidate tilings in arrays, and the builder of one
@@ -23,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow.loopnest.dram import REDUCTION, dram_figures
+from infersim.dataflow.loopnest.dram import REDUCTION, dram_figures, held_chunks
 from infersim.dataflow.loopnest.folds import KEYS, rf_need
 from infersim.dataflow.loopnest.numerics import NP, Arr, Candidates, Figures, MathNamespace, prod
 from infersim.dataflow.loopnest.problem import (
@@ -47,6 +51,27 @@ def multicast_of(chip: Chip) -> int:
     """Cores one read of the level feeding the cores serves at once (the shared SRAM's
     ``multicast_cores``; 1 without a shared SRAM)."""
     return chip.shared_sram.multicast_cores if chip.shared_sram is not None else 1
+
+
+def partials_capacity_bytes(chip: Chip) -> float:
+    """Bytes the level above the cores of ``chip`` holds, where a split reduction's partial
+    sums meet: its DRAM's capacity (a chip mapped straight from DRAM, where it never binds; in
+    the cores view of a chip with a shared SRAM, the shared SRAM's, which
+    :func:`~infersim.simulator.engines.analytic.level_views` puts there)."""
+    return float(chip.dram.capacity_bytes)
+
+
+def launch_cycles(chip: Chip, kernels: Any) -> Any:
+    """Cycles the launches of a mapping's ``kernels`` beyond the first take on ``chip``: its
+    ``kernel_overhead_s`` each (0 on a chip without one)."""
+    return (kernels - 1.0) * (chip.kernel_overhead_s * chip.freq_hz)
+
+
+def loop_nest_cycles(chip: Chip, total_cycles: float, kernels: int) -> float:
+    """The ``total_cycles`` of a mapping on ``chip`` less the launches of its kernels beyond
+    the first (:func:`launch_cycles`): what the engines overlap with the other levels before
+    they add every kernel's overhead."""
+    return total_cycles - float(launch_cycles(chip, float(kernels)))
 
 
 def feed_bytes_per_cycle(chip: Chip, cores_used: Any, xp: MathNamespace) -> Any:
@@ -217,15 +242,18 @@ def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared)
 
     - the cores used are at most min(tiles, cores) in every order (the outer loops are dealt
       until the dealt iterations reach the cores, or every loop is dealt), and at least that
-      or, where a reduction loop iterates, floor(cores / 2) + 1: a reduction loop dealt in
-      chunks after ``above`` items leaves above × chunks items, and chunks of ceil(n / s)
-      iterations number at least (s + 1) / 2 with s = floor(cores / above) < n, so above ×
-      chunks > cores / 2. The first load and the last store grow with the cores used: they
-      are bounded with the fewest;
+      or, where a reduction loop iterates, min(floor(cores / 2), floor(held / 2)) + 1 (held:
+      :func:`~infersim.dataflow.loopnest.dram.held_chunks`): a reduction loop cut into chunks
+      after ``above`` items leaves above × chunks items, and chunks of ceil(n / s) iterations
+      number more than s / 2 when s < n; with s = floor(cores / above), above × chunks >
+      cores / 2, with s = held (C is the only reduction loop that iterates: filter rows and
+      columns are whole), above × chunks > held / 2. The first load and the last store grow
+      with the cores used: they are bounded with the fewest;
     - the dealt compute cycles are at least the fold cycles over the most cores used (equal
       when every tile gets a core: one wave);
     - DRAM moves at least the compulsory bytes, and the transfers beyond the first load and the
-      last store overlap compute at best.
+      last store overlap compute at best;
+    - the launch of a second kernel (a split reduction) only adds time: it is left out.
     """
     nest = nest_of(prob, tpl, chip)
     _, _, chip, rate = nest
@@ -236,7 +264,9 @@ def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared)
     fewest = used
     if cores > 1:
         chunked = prod(prep.counts[d] for d in REDUCTION) > 1.5
-        fewest = np.where(chunked, np.minimum(used, float(cores // 2 + 1)), used)
+        held = held_chunks(prob, prep.counts, partials_capacity_bytes(chip), NP)
+        cut = np.minimum(float(cores // 2 + 1), np.floor(held / 2.0) + 1.0)
+        fewest = np.where(chunked, np.minimum(used, cut), used)
     # a core's first load (last store) over its feed grows with the cores: the fewest bound it
     per_fewest = feed_bytes_per_cycle(chip, fewest, NP)
     first = fewest * (prep.sram["input"] + prep.sram["weight"]) / per_fewest
@@ -255,12 +285,12 @@ def total_cycles_at(
     for element, as the full call makes for them (a loop no chosen candidate iterates is left
     out, which changes no product)."""
     counts = {d: v[idx] for d, v in prep.counts.items()}
-    reads, writes, iterations, longest = dram_figures(prob, counts, orders, chip.cores, NP,
-                                                      multicast_of(chip))  # fmt: skip
-    dram_bytes = sum(reads[name] + writes[name] for name in OPERANDS)
+    fig = dram_figures(prob, counts, orders, chip.cores, NP, multicast_of(chip),
+                       partials_capacity_bytes(chip))
+    dram_bytes = sum(fig.reads[name] + fig.writes[name] for name in OPERANDS)
     sram = {name: v[idx] for name, v in prep.sram.items()}
-    time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], iterations, longest, sram,
-                 dram_bytes, NP)
+    time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], fig.iterations, fig.longest, sram,
+                 dram_bytes, fig.kernels, NP)
     return time["total_cycles"]  # type: ignore[no-any-return]
 
 
@@ -283,8 +313,8 @@ def figures_of(
     rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     classes = tile_classes(prob, tile, xp)
     sums = all_tiles(nest, classes, rf, xp)
-    dram_rd, dram_wr, iterations, longest = dram_figures(prob, classes.counts, orders, cores,
-                                                         xp, multicast_of(chip))  # fmt: skip
+    dram_rd, dram_wr, iterations, longest, kernels = dram_figures(
+        prob, classes.counts, orders, cores, xp, multicast_of(chip), partials_capacity_bytes(chip))
     ob = prob.operand_bytes
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
     traffic: dict[str, dict[str, tuple[Any, Any]]] = {level: {} for level in LEVELS}
@@ -309,7 +339,7 @@ def figures_of(
             )
     dram_bytes = sum(r + w for r, w in traffic["dram"].values())
     sram: Figures = {name: tile_bytes(prob, name, tile, xp) for name in OPERANDS}
-    time = _time(nest, sums["cycles"], iterations, longest, sram, dram_bytes, xp)
+    time = _time(nest, sums["cycles"], iterations, longest, sram, dram_bytes, kernels, xp)
     return {
         "traffic": traffic,
         "iterations": iterations,
@@ -328,11 +358,12 @@ def figures_of(
 
 def _time(
     nest: Nest, cycles: Any, iterations: Any, longest: Any, sram: Figures, dram_bytes: Any,
-    xp: MathNamespace,
+    kernels: Any, xp: MathNamespace,
 ) -> Figures:
     """Waves, cores used, compute cycles and time of ``cycles`` summed over every SRAM tile,
     ``iterations`` work items of the DRAM loops dealt to the cores (the longest ``longest``
-    times the mean item), ``sram`` bytes per operand of one tile and ``dram_bytes``."""
+    times the mean item), ``sram`` bytes per operand of one tile and ``dram_bytes``, launching
+    ``kernels`` kernels (each beyond the first adds :func:`launch_cycles`)."""
     prob, _, chip, rate = nest
     cores = chip.cores
     bound_cycles = peak_bound_cycles(prob, chip, rate)
@@ -356,7 +387,10 @@ def _time(
     piped = waves_cycles(busy, [(dram_bytes, full, tail)], n_waves, per_wave, share, xp)
     rest = xp.maximum(piped - first - last, 0.0)
     total_cycles = first + xp.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz
+    if chip.kernel_overhead_s > 0:  # one per chip: x + 0.0 would change no figure either
+        total_cycles = total_cycles + launch_cycles(chip, kernels)
     return {
+        "kernels": kernels,
         "waves": waves,
         "cores_used": cores_used,
         "compute_cycles": compute_cycles,

@@ -79,6 +79,12 @@ class Mapping:
     bound: str
     iterations: float = 1.0
     """Work items the DRAM loops dealt to the cores (one per core per wave at most)."""
+    kernels: int = 1
+    """Kernels the mapping launches: 2 where it deals a reduction loop in more than one chunk
+    (split-K: a second kernel sums the partials), else 1. ``total_cycles`` includes the
+    launch of every kernel beyond the first (the chip's ``kernel_overhead_s`` each); the
+    engines add the first's, and take the others out of the time they overlap with other
+    levels (:func:`~infersim.dataflow.loopnest.figures.loop_nest_cycles`)."""
 
     @property
     def fits(self) -> bool:
@@ -145,6 +151,7 @@ class Mapping:
             "total_cycles": self.total_cycles,
             "time_s": self.time_s,
             "bound": self.bound,
+            "kernels": self.kernels,
         }
 
 
@@ -263,4 +270,5 @@ def mapping_of(
         time_s=total_cycles / chip.freq_hz,
         bound="compute" if one(fig["compute_bound"]) else "memory",
         iterations=one(fig["iterations"]),
+        kernels=round(one(fig["kernels"])),
     )

@@ -13,8 +13,11 @@ from DRAM.
 For a mapped op, time = the mapping's time (per SRAM tile the larger of compute and transfer
 cycles, plus the first load and the last store, see :mod:`infersim.dataflow.loopnest`),
 overlapped with the vector work the op carries (dequant, fused epilogue), plus the calibrated
-per-kernel overhead. Energy = the mappings' per-level energy (DRAM bytes at DRAM cost, the
-cores' fetches at shared-SRAM cost) plus the vector work.
+per-kernel overhead once per kernel the mapping launches (a split reduction launches a second
+kernel that sums the partials: :attr:`~infersim.dataflow.loopnest.Mapping.kernels`; the
+mapping's time includes that launch, taken out of the overlap and added after it). Energy =
+the mappings' per-level energy (DRAM bytes at DRAM cost, the cores' fetches at shared-SRAM
+cost) plus the vector work.
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ from typing import Any, TypeVar
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op, search_many, traffic_many, traffic_of
 from infersim.dataflow.loopnest import PY, Mapping, problem_of, tile_operand_bytes
-from infersim.dataflow.loopnest.figures import feed_bytes_per_cycle, in_flight_cycles
+from infersim.dataflow.loopnest.figures import (
+    feed_bytes_per_cycle,
+    in_flight_cycles,
+    loop_nest_cycles,
+)
 from infersim.simulator.engines import attention, roofline, store
 from infersim.simulator.results import Bound, OpCost
 from infersim.simulator.schedule import STANDALONE, Placement, tensors
@@ -51,8 +58,10 @@ def clear_cache() -> None:
 
 def level_views(chip: Chip) -> tuple[Chip, Chip]:
     """(cores view, shared-SRAM view) of a chip with a shared SRAM: the cores fed at the shared
-    SRAM's bandwidth from an unbounded backing store, and one virtual core whose SRAM is the
-    shared SRAM, fed from DRAM. Cached per chip (bounded)."""
+    SRAM's bandwidth from a backing store of the shared SRAM's capacity (where the partial sums
+    of a split reduction meet, so no more chunks are dealt than it holds: see
+    :mod:`infersim.dataflow.loopnest.dram`), and one virtual core whose SRAM is the shared
+    SRAM, fed from DRAM. Both keep the chip's launch settings. Cached per chip (bounded)."""
     views = _VIEWS.get(chip.key)
     if views is None:
         shared = chip.shared_sram
@@ -62,7 +71,7 @@ def level_views(chip: Chip) -> tuple[Chip, Chip]:
             * chip.calibration.shared_sram_bandwidth_efficiency,
             "dram.latency_s": 0.0,
             "sram.fill_latency_s": chip.dram.latency_s,  # a load may miss the L2
-            "dram.capacity_bytes": 1 << 50,
+            "dram.capacity_bytes": shared.capacity_bytes,
             "calibration.dram_bandwidth_efficiency": 1.0,
             "energy.dram_pj_per_byte": chip.energy.shared_sram_pj_per_byte,
         })
@@ -201,16 +210,19 @@ def dequant_flops(op: OpBase, mapping: Mapping) -> float:
 
 
 def mapping_seconds(op: OpBase, view: Chip, mapping: Mapping) -> float:
-    """The time of ``mapping`` (mapped on ``view``) with its dequantization: the loop nest's
+    """The time of ``mapping`` (mapped on ``view``) with its dequantization, less the launches
+    of its kernels beyond the first (:func:`~infersim.dataflow.loopnest.figures.
+    loop_nest_cycles`; :func:`_bound_and_time` adds every kernel's overhead): the loop nest's
     rule, first load + max(compute x (1 + :func:`dequant_ratio`), the other transfers) + last
     store + latency."""
+    total = loop_nest_cycles(view, mapping.total_cycles, mapping.kernels)
     ratio = dequant_ratio(op, view, mapping)
     if not ratio:
-        return mapping.time_s
+        return total / view.freq_hz
     busy = mapping.compute_cycles / view.calibration.compute(problem_of(op).mac_class)
     edges = mapping.first_load_cycles + mapping.last_store_cycles
-    overlap = mapping.total_cycles - edges - view.dram.latency_s * view.freq_hz
-    return (mapping.total_cycles + max(busy * (1 + ratio) - overlap, 0.0)) / view.freq_hz
+    overlap = total - edges - view.dram.latency_s * view.freq_hz
+    return (total + max(busy * (1 + ratio) - overlap, 0.0)) / view.freq_hz
 
 
 def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
@@ -230,14 +242,17 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
     vector_s = overlapped_vector_s(op, chip)
     vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
         if isinstance(op, Gemm) else op.vector_flops
-    bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", dram_s, vector_s)
+    bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", dram_s, vector_s,
+                                    mapping.kernels)
     return OpCost(
         name=op.name,
         kind=op.kind,
         count=op.count,
         flops=op.flops,
         dram_bytes=dram_bytes,
-        compute_s=max(mapping.compute_cycles / chip.freq_hz + map_s - mapping.time_s, vector_s),
+        compute_s=max(mapping.compute_cycles / chip.freq_hz + map_s
+                      - loop_nest_cycles(chip, mapping.total_cycles, mapping.kernels)
+                      / chip.freq_hz, vector_s),
         memory_s=max(dram_s, mapping.dram_cycles / chip.freq_hz),
         time_s=time_s,
         bound=bound,
@@ -270,16 +285,17 @@ def dram_level_s(op: OpBase, chip: Chip, mapping: Mapping, dram_bytes: float) ->
 
 
 def _bound_and_time(
-    chip: Chip, map_s: float, fed_bound: bool, dram_s: float, vector_s: float
+    chip: Chip, map_s: float, fed_bound: bool, dram_s: float, vector_s: float, kernels: int
 ) -> tuple[Bound, float]:
     """(bound, seconds) of a mapped op: its mapping (``map_s``, bound by compute or, when
     ``fed_bound``, by what feeds the cores: DRAM, or the shared SRAM), the DRAM level of a
-    two-level chip (``dram_s``) and its vector work, plus the per-kernel overhead."""
+    two-level chip (``dram_s``) and its vector work, plus the per-kernel overhead of each of
+    its ``kernels`` (they run one after another: no level's time hides a launch)."""
     feed: Bound = "memory" if chip.shared_sram is None else "sram"
     terms: dict[Bound, float] = {feed if fed_bound else "compute": map_s, "vector": vector_s}
     terms["memory"] = max(dram_s, terms.get("memory", 0.0))
     bound: Bound = max(terms, key=terms.__getitem__)
-    return bound, terms[bound] + chip.kernel_overhead_s
+    return bound, terms[bound] + kernels * chip.kernel_overhead_s
 
 
 def scheduled_cost(op: OpBase, chip: Chip, place: Placement, dataflow: str = "best") -> OpCost:
@@ -335,7 +351,8 @@ class Retime:
     shared: bool
     """The chip has a shared SRAM: the cores' time is against it, DRAM is the outer level."""
     map_s: float
-    """The cores' mapping time."""
+    """The cores' mapping time, less the launches of its kernels beyond the first
+    (:func:`mapping_seconds`)."""
     memory_bound: bool
     """The cores' mapping is bound by what feeds them."""
     cores_used: float
@@ -351,6 +368,8 @@ class Retime:
     input_reads: float
     output_writes: float
     weight_reads: float
+    kernels: int = 1
+    """Kernels the cores' mapping launches (:attr:`Mapping.kernels`)."""
 
 
 _RETIMES: OrderedDict[tuple[Any, ...], Retime] = OrderedDict()
@@ -382,6 +401,7 @@ def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
         dram_bytes=sum(a.total_bytes for a in traffic.values()),
         input_reads=traffic["input"].reads_bytes,
         output_writes=traffic["output"].writes_bytes, weight_reads=traffic["weight"].reads_bytes,
+        kernels=mapping.kernels,
     )  # fmt: skip
 
 
@@ -413,7 +433,7 @@ def _scheduled_mapping(
         rest = max(dram_cycles - first - last, 0.0)
         total = first + max(busy, rest) + last + chip.dram.latency_s * freq
         map_s, dram_s, memory_s = total / freq, 0.0, dram_cycles / freq
-    bound, time_s = _bound_and_time(chip, map_s, r.memory_bound, dram_s, vector_s)
+    bound, time_s = _bound_and_time(chip, map_s, r.memory_bound, dram_s, vector_s, r.kernels)
     kept = kept_in + kept_out
     return replace(
         base, dram_bytes=dram_bytes, memory_s=memory_s, time_s=time_s, bound=bound,

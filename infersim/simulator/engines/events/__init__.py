@@ -11,7 +11,9 @@ buffers). Every other operator (attention, vector work, transfers) is costed by 
 as in the analytic engine.
 
 The result is the analytic engine's :class:`OpCost` (same bytes, energy and dataflow) with the
-simulated time: the makespan (or the vector work, if longer) plus the per-kernel overhead;
+simulated time: the makespan (or the vector work, if longer) plus the per-kernel overhead of
+each kernel the mapping launches (:attr:`~infersim.dataflow.loopnest.Mapping.kernels`: a split
+reduction's second kernel, as the analytic engine counts it);
 ``bound`` names the busiest resource (compute, ``memory`` = HBM, ``sram`` = the L2 port, or
 vector). The timeline (:class:`Timeline`) holds one span per tile (or block of tiles) per
 process and per transfer, and the stall accounting (:class:`EventStats`).
@@ -142,7 +144,7 @@ def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int,
     if "l2" in res.link_busy_cycles:
         terms["sram"] = res.link_busy_cycles["l2"] / freq
     bound: Bound = max(terms, key=terms.__getitem__)
-    time_s = max(res.makespan_cycles / freq, vector_s) + chip.kernel_overhead_s
+    time_s = max(res.makespan_cycles / freq, vector_s) + mapping.kernels * chip.kernel_overhead_s
     prob = problem_of(op)
     rate = float(chip.array.macs_per_pe_per_cycle[prob.mac_class])  # type: ignore[index]
     peak = chip.array.pes * chip.cores * rate

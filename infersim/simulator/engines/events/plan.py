@@ -5,7 +5,9 @@ Dealing. The DRAM loops of the mapping (outer to inner) are dealt to the cores a
 deals them (:mod:`infersim.dataflow.loopnest.dram`): the outer loops, until there are at least
 as many iterations ("work items") as cores; a loop the output depends on whole, a reduction loop
 in chunks (split-K: the loop becomes a dealt loop over its chunks and, inside every item, a
-serial loop over the chunk's slices, fewer in a shorter last chunk). Item ``j`` runs on core
+serial loop over the chunk's slices, fewer in a shorter last chunk), no more chunks than the
+level above the cores holds the partial sums of (:func:`~infersim.dataflow.loopnest.dram.
+held_chunks`), and no loop inner to a loop cut into chunks is dealt. Item ``j`` runs on core
 ``j mod cores`` in wave ``j div cores``; an item runs the inner DRAM loops on its core, one SRAM
 tile after another. A last partial wave leaves cores idle.
 
@@ -44,12 +46,14 @@ from infersim.arch_models.chip import Chip
 from infersim.dataflow.loopnest import (
     DEPENDS,
     DIMS,
+    PY,
     Mapping,
     Problem,
     tile_compute,
     tile_operand_bytes,
 )
-from infersim.dataflow.loopnest.dram import REDUCTION
+from infersim.dataflow.loopnest.dram import REDUCTION, held_chunks
+from infersim.dataflow.loopnest.figures import partials_capacity_bytes
 from infersim.dataflow.templates import OPERANDS
 from infersim.errors import InfersimError
 
@@ -159,18 +163,23 @@ class _Inner:
             self.enter[name] = q <= max(deps) if deps else np.zeros(len(q), dtype=bool)
 
 
-def _dealt(loops: list[_Loop], cores: int) -> tuple[list[_Loop], list[_Loop], list[_Loop], int]:
+def _dealt(
+    loops: list[_Loop], cores: int, held: int
+) -> tuple[list[_Loop], list[_Loop], list[_Loop], int]:
     """(dealt loops, the inner loops of every item, those of the last chunk's items, items):
-    ``loops`` dealt to ``cores`` cores as the analyzer deals them (see the module docstring).
-    A chunked reduction loop is the last dealt loop, over its chunks (a remainder when the last
-    chunk differs), and the first inner loop, over a chunk's slices."""
+    ``loops`` dealt to ``cores`` cores as the analyzer deals them (see the module docstring),
+    the level above the cores holding ``held`` >= 1 copies of the partial sums. A chunked
+    reduction loop is the last dealt loop, over its chunks (a remainder when the last chunk
+    differs), and the first inner loop, over a chunk's slices."""
     items = 1
+    merged = 1  # the chunks of the reduction loops dealt so far (each dealt whole)
     for p, loop in enumerate(loops):
         if items >= cores:
             inner = loops[p:]
             return loops[:p], inner, inner, items
         if loop.dim in REDUCTION:
-            slices = -(-loop.count // min(loop.count, max(cores // items, 1)))
+            share = max(min(cores // items, held // merged), 1)
+            slices = -(-loop.count // min(loop.count, share))
             chunks = -(-loop.count // slices)
             if chunks < loop.count:
                 span = slices * loop.tile  # elements of one chunk
@@ -180,6 +189,7 @@ def _dealt(loops: list[_Loop], cores: int) -> tuple[list[_Loop], list[_Loop], li
                 full = _Loop(loop.dim, slices, loop.tile, loop.tile)
                 last = _Loop(loop.dim, loop.count - (chunks - 1) * slices, loop.tile, loop.rem)
                 return [*loops[:p], over], [full, *rest], [last, *rest], items * chunks
+            merged *= loop.count
         items *= loop.count
     none: list[_Loop] = []
     return loops, none, none, items
@@ -192,7 +202,9 @@ class _Unroll:
         self.prob, self.mapping, self.chip = prob, mapping, chip
         dims, tile = prob.dims, mapping.sram_tile
         loops = [_Loop(d, n, tile[d], dims[d] - (n - 1) * tile[d]) for d, n in mapping.dram_loops]
-        self.outer, inner, last, self.items = _dealt(loops, chip.cores)
+        counts = {d: float(-(-prob.dims[d] // tile[d])) for d in DIMS}
+        held = held_chunks(prob, counts, partials_capacity_bytes(chip), PY)
+        self.outer, inner, last, self.items = _dealt(loops, chip.cores, int(held))
         # the items of a shorter last chunk (the last dealt loop's remainder) run ``last``
         self.inner = _Inner(inner)
         self.last = self.inner if last is inner else _Inner(last)
