@@ -90,18 +90,9 @@ def test_never_faster_than_the_roofline_and_engines_agree(
     assert events.cost(op, chip).time_s == engine.time_s
 
 
-A100_MLP_UP = pytest.mark.xfail(strict=True, reason=(
-    "llama-3-8b's mlp.up at batch 64 (64x4096x28672) may no longer split K 16 ways on the a100: "
-    "its 16 x 3.7 MB of partial sums exceed the 40 MB L2 (the cap of split-K by what the level "
-    "above holds). The mapping it takes instead, 224 CTA tiles of 64x128 with the whole K in "
-    "three waves on 108 SMs, is memory-bound and the event engine runs it 14% slower than the "
-    "analytic engine (136 vs 119 us; 14% apart at 4511950 too on that mapping): the engines "
-    "model a memory-bound op's last partial wave (8 SMs) differently; not yet resolved"))
-
-
 @pytest.mark.parametrize(("name", "batch"), [
     ("h100-sxm", 1), ("h100-sxm", 64), ("a100-sxm-80gb", 1),
-    pytest.param("a100-sxm-80gb", 64, marks=A100_MLP_UP),
+    ("a100-sxm-80gb", 64),
 ])
 def test_engines_agree_on_whole_decode_steps(name: str, batch: int) -> None:
     chip = load_chip(name)

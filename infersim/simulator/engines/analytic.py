@@ -34,6 +34,9 @@ from infersim.dataflow.loopnest.figures import (
     feed_bytes_per_cycle,
     in_flight_cycles,
     loop_nest_cycles,
+    wave_rates,
+    wave_split,
+    waves_cycles,
 )
 from infersim.simulator.engines import attention, roofline, store
 from infersim.simulator.results import Bound, OpCost
@@ -242,8 +245,14 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
     vector_s = overlapped_vector_s(op, chip)
     vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
         if isinstance(op, Gemm) else op.vector_flops
-    bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", dram_s, vector_s,
-                                    mapping.kernels)
+    if chip.shared_sram is None:
+        bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", dram_s,
+                                        vector_s, mapping.kernels)  # fmt: skip
+    else:
+        bound, both_s = two_level_s(op, chip, cores_view, mapping, dram_bytes)
+        if vector_s > both_s:
+            bound, both_s = "vector", vector_s
+        time_s = both_s + mapping.kernels * chip.kernel_overhead_s
     return OpCost(
         name=op.name,
         kind=op.kind,
@@ -282,6 +291,37 @@ def dram_level_s(op: OpBase, chip: Chip, mapping: Mapping, dram_bytes: float) ->
     load = sum(tile_operand_bytes(prob, name, mapping.sram_tile) for name in ("input", "weight"))
     cycles = in_flight_cycles(chip, dram_bytes, 2.0 * load, mapping.iterations, PY)
     return float(cycles) / chip.freq_hz + chip.dram.latency_s
+
+
+def two_level_s(
+    op: OpBase, chip: Chip, view: Chip, mapping: Mapping, dram_bytes: float
+) -> tuple[Bound, float]:
+    """(bound, seconds) of a two-level chip's op: the cores' ``mapping`` (mapped on the cores
+    ``view``, fed by the shared SRAM) with the DRAM level in the same waves. Each wave of work
+    items takes the larger of its compute (dequantization included) and each level's transfer
+    of its share of the bytes: the shared SRAM's of the mapping's, and DRAM's of ``dram_bytes``
+    (the shared-SRAM level's traffic), drawn as :func:`dram_level_s` draws it. A memory-bound
+    op's partial last wave runs at its compute once the full waves have drawn their DRAM
+    bytes, where taking the levels as independent maxima would overlap it with them. Plus the
+    first load, the last store and one DRAM access latency; no kernel overhead."""
+    prob = problem_of(op)
+    load = sum(tile_operand_bytes(prob, name, mapping.sram_tile) for name in ("input", "weight"))
+    items = mapping.iterations
+    busy = (mapping.compute_cycles / view.calibration.compute(prob.mac_class)
+            * (1.0 + dequant_ratio(op, view, mapping)))  # fmt: skip
+    waves, per_wave, last_share = wave_split(view, items, PY)
+    sram = (mapping.dram_bytes, *wave_rates(view, 2.0 * load, items, PY))
+    dram = (dram_bytes, *wave_rates(chip, 2.0 * load, items, PY))
+    piped = waves_cycles(busy, [sram, dram], waves, per_wave, last_share, PY)
+    first, last = mapping.first_load_cycles, mapping.last_store_cycles
+    rest = max(piped - first - last, 0.0)
+    cycles = first + max(busy, rest) + last
+    seconds = cycles / view.freq_hz + view.dram.latency_s + chip.dram.latency_s
+    if busy >= rest:
+        return "compute", seconds
+    moves = [nbytes * ((waves - 1.0) * per_wave / full + last_share / tail)
+             for nbytes, full, tail in (sram, dram)]  # fmt: skip
+    return ("sram" if moves[0] > moves[1] else "memory"), seconds
 
 
 def _bound_and_time(
