@@ -7,8 +7,10 @@ do not fetch from DRAM directly: the cores' tiles are mapped against the shared 
 bandwidth feeds them, each core re-fetching what it needs), and the DRAM traffic is that of a
 mapping whose tiles are sized for the shared SRAM itself (one fetch of what all the cores
 share: the tiling that moves the fewest DRAM bytes, as a cache that serves reuse would).
-Time = the larger of the two levels' times. A chip without a shared SRAM maps straight
-from DRAM.
+Both levels run in the cores' waves: each wave of work items takes the larger of its compute,
+its shared-SRAM transfer and its DRAM transfer (:func:`two_level_s`). A chip without a shared
+SRAM maps straight from DRAM. (Re-timed under a chip's schedule, :func:`scheduled_cost` still
+takes a two-level chip's levels as independent maxima.)
 
 For a mapped op, time = the mapping's time (per SRAM tile the larger of compute and transfer
 cycles, plus the first load and the last store, see :mod:`infersim.dataflow.loopnest`),
