@@ -16,7 +16,8 @@ are dequantized on the lanes as they are loaded.
 Decode (and any grid with fewer CTAs than SMs) may split each CTA's keys over several CTAs
 (split-KV, as flash-decoding and FlashInfer do), at most until every SM has one and at least one
 key block per split; the partial outputs (fp32, with their log-sum-exp) meet through the L2 in a
-combine step. The kernel takes the split that costs the least time (:func:`split_options`), as
+combine kernel, which pays the per-kernel overhead again (:func:`kernels`). The kernel takes the
+split that costs the least time, that launch included (:func:`split_options`), as
 FlashAttention's split heuristic aims to.
 
 CTAs are dealt to the SMs: equal CTAs in ceil-waves; a causal grid's unequal CTAs longest first
@@ -25,8 +26,8 @@ least the total work over the SMs. The K/V loads come through the L2 (every CTA 
 it attends; :func:`~infersim.simulator.engines.roofline.flash_attention_traffic` counts them and
 the DRAM bytes behind them). Time = the largest of the SMs' work (over
 ``calibration.attention_efficiency``), the L2 feed and the DRAM traffic, plus one DRAM latency
-and the kernel's launch overhead. Unfused attention, and chips without tensor cores, stay on the
-roofline.
+and the launch overhead of each kernel. Unfused attention, and chips without tensor cores, stay
+on the roofline.
 """
 
 from __future__ import annotations
@@ -123,6 +124,14 @@ def split_options(op: Attention, chip: Chip) -> list[int]:
     return sorted({1, most, *(1 << i for i in range(most.bit_length()) if 1 << i < most)})
 
 
+def kernels(gr: Grid) -> int:
+    """Kernels a grid launches: the attention kernel, and with split keys the combine kernel
+    that merges the splits' partial outputs (FlashAttention-2's split-KV path runs
+    ``flash_fwd_splitkv_kernel`` then ``flash_fwd_splitkv_combine_kernel``); each pays the
+    chip's per-kernel overhead."""
+    return 2 if gr.splits > 1 else 1
+
+
 def cost(op: Attention, chip: Chip) -> OpCost:
     """The cost of one repetition of the fused attention ``op`` on ``chip``'s tensor cores (see
     the module docstring), with the KV split of :func:`split_options` that takes the least
@@ -157,7 +166,7 @@ def _cost(op: Attention, chip: Chip, gr: Grid) -> OpCost:
         terms["sram"] = l2_bytes / (chip.shared_sram.bandwidth_bytes_per_cycle * chip.freq_hz
                                     * cal.shared_sram_bandwidth_efficiency)
     bound: Bound = max(terms, key=terms.__getitem__)
-    time_s = terms[bound] + chip.dram.latency_s + chip.kernel_overhead_s
+    time_s = terms[bound] + chip.dram.latency_s + kernels(gr) * chip.kernel_overhead_s
     mac_class = dtypes.mac_class(op.dtype)
     shared_pj = chip.energy.shared_sram_pj_per_byte if chip.shared_sram is not None else 0.0
     energy_pj = (op.array_flops / 2 * chip.energy.mac(mac_class)
