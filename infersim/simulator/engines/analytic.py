@@ -8,9 +8,9 @@ bandwidth feeds them, each core re-fetching what it needs), and the DRAM traffic
 mapping whose tiles are sized for the shared SRAM itself (one fetch of what all the cores
 share: the tiling that moves the fewest DRAM bytes, as a cache that serves reuse would).
 Both levels run in the cores' waves: each wave of work items takes the larger of its compute,
-its shared-SRAM transfer and its DRAM transfer (:func:`two_level_s`). A chip without a shared
-SRAM maps straight from DRAM. (Re-timed under a chip's schedule, :func:`scheduled_cost` still
-takes a two-level chip's levels as independent maxima.)
+its shared-SRAM transfer and its DRAM transfer (:func:`two_level_s`; re-timed under a chip's
+schedule with what the schedule kept and prefetched, :func:`scheduled_cost`). A chip without a
+shared SRAM maps straight from DRAM.
 
 For a mapped op, time = the mapping's time (per SRAM tile the larger of compute and transfer
 cycles, plus the first load and the last store, see :mod:`infersim.dataflow.loopnest`),
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import energy, map_op, search_many, traffic_many, traffic_of
@@ -295,35 +295,74 @@ def dram_level_s(op: OpBase, chip: Chip, mapping: Mapping, dram_bytes: float) ->
     return float(cycles) / chip.freq_hz + chip.dram.latency_s
 
 
-def two_level_s(
-    op: OpBase, chip: Chip, view: Chip, mapping: Mapping, dram_bytes: float
-) -> tuple[Bound, float]:
-    """(bound, seconds) of a two-level chip's op: the cores' ``mapping`` (mapped on the cores
-    ``view``, fed by the shared SRAM) with the DRAM level in the same waves. Each wave of work
-    items takes the larger of its compute (dequantization included) and each level's transfer
-    of its share of the bytes: the shared SRAM's of the mapping's, and DRAM's of ``dram_bytes``
-    (the shared-SRAM level's traffic), drawn as :func:`dram_level_s` draws it. A memory-bound
-    op's partial last wave runs at its compute once the full waves have drawn their DRAM
-    bytes, where taking the levels as independent maxima would overlap it with them. Plus the
-    first load, the last store and one DRAM access latency; no kernel overhead."""
+class Waves(NamedTuple):
+    """What the time of a two-level chip's op needs of its cores' mapping (:func:`waves_of`),
+    in cycles of the chip's clock and bytes."""
+
+    busy_cycles: float
+    """Compute cycles over all waves (calibrated, dequantization included)."""
+    waves: float
+    per_wave: float
+    """Share of the work items in one full wave."""
+    last_share: float
+    """Share of the work items in the last wave."""
+    first_cycles: float
+    last_cycles: float
+    sram_bytes: float
+    """What the cores load from and store to the shared SRAM."""
+    sram_full: float
+    sram_tail: float
+    """Bytes per cycle the shared SRAM feeds a full and the last wave."""
+    dram_full: float
+    dram_tail: float
+    """Bytes per cycle DRAM feeds a full and the last wave (:func:`dram_level_s`)."""
+
+
+def waves_of(op: OpBase, chip: Chip, view: Chip, mapping: Mapping) -> Waves:
+    """The :class:`Waves` of the cores' ``mapping`` of ``op`` on the cores ``view`` of the
+    two-level ``chip``."""
     prob = problem_of(op)
     load = sum(tile_operand_bytes(prob, name, mapping.sram_tile) for name in ("input", "weight"))
     items = mapping.iterations
     busy = (mapping.compute_cycles / view.calibration.compute(prob.mac_class)
             * (1.0 + dequant_ratio(op, view, mapping)))  # fmt: skip
     waves, per_wave, last_share = wave_split(view, items, PY)
-    sram = (mapping.dram_bytes, *wave_rates(view, 2.0 * load, items, PY))
-    dram = (dram_bytes, *wave_rates(chip, 2.0 * load, items, PY))
-    piped = waves_cycles(busy, [sram, dram], waves, per_wave, last_share, PY)
-    first, last = mapping.first_load_cycles, mapping.last_store_cycles
-    rest = max(piped - first - last, 0.0)
-    cycles = first + max(busy, rest) + last
-    seconds = cycles / view.freq_hz + view.dram.latency_s + chip.dram.latency_s
-    if busy >= rest:
+    return Waves(busy, waves, per_wave, last_share, mapping.first_load_cycles,
+                 mapping.last_store_cycles, mapping.dram_bytes,
+                 *wave_rates(view, 2.0 * load, items, PY),
+                 *wave_rates(chip, 2.0 * load, items, PY))  # fmt: skip
+
+
+def waves_time(w: Waves, dram_bytes: float, chip: Chip) -> tuple[Bound, float]:
+    """(bound, seconds) of a two-level chip's op whose cores run the waves ``w`` and whose
+    DRAM moves ``dram_bytes``: each wave takes the larger of its compute and each level's
+    transfer of its share of the bytes; plus the first load, the last store and one DRAM
+    access latency; no kernel overhead."""
+    sram = (w.sram_bytes, w.sram_full, w.sram_tail)
+    dram = (dram_bytes, w.dram_full, w.dram_tail)
+    piped = waves_cycles(w.busy_cycles, [sram, dram], w.waves, w.per_wave, w.last_share, PY)
+    rest = max(piped - w.first_cycles - w.last_cycles, 0.0)
+    cycles = w.first_cycles + max(w.busy_cycles, rest) + w.last_cycles
+    seconds = cycles / chip.freq_hz + chip.dram.latency_s
+    if w.busy_cycles >= rest:
         return "compute", seconds
-    moves = [nbytes * ((waves - 1.0) * per_wave / full + last_share / tail)
+    moves = [nbytes * ((w.waves - 1.0) * w.per_wave / full + w.last_share / tail)
              for nbytes, full, tail in (sram, dram)]  # fmt: skip
     return ("sram" if moves[0] > moves[1] else "memory"), seconds
+
+
+def two_level_s(
+    op: OpBase, chip: Chip, view: Chip, mapping: Mapping, dram_bytes: float
+) -> tuple[Bound, float]:
+    """(bound, seconds) of a two-level chip's op: the cores' ``mapping`` (mapped on the cores
+    ``view``, fed by the shared SRAM) with the DRAM level in the same waves
+    (:func:`waves_time`). Each wave of work items takes the larger of its compute
+    (dequantization included) and each level's transfer of its share of the bytes: the shared
+    SRAM's of the mapping's, and DRAM's of ``dram_bytes`` (the shared-SRAM level's traffic),
+    drawn as :func:`dram_level_s` draws it. A memory-bound op's partial last wave runs at its
+    compute once the full waves have drawn their DRAM bytes, where taking the levels as
+    independent maxima would overlap it with them."""
+    return waves_time(waves_of(op, chip, view, mapping), dram_bytes, chip)
 
 
 def _bound_and_time(
@@ -412,6 +451,8 @@ class Retime:
     weight_reads: float
     kernels: int = 1
     """Kernels the cores' mapping launches (:attr:`Mapping.kernels`)."""
+    waves: tuple[float, ...] = ()
+    """On a two-level chip, the fields of the cores' :class:`Waves`."""
 
 
 _RETIMES: OrderedDict[tuple[Any, ...], Retime] = OrderedDict()
@@ -444,6 +485,7 @@ def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
         input_reads=traffic["input"].reads_bytes,
         output_writes=traffic["output"].writes_bytes, weight_reads=traffic["weight"].reads_bytes,
         kernels=mapping.kernels,
+        waves=tuple(waves_of(op, chip, view, mapping)) if shared else (),
     )  # fmt: skip
 
 
@@ -455,14 +497,16 @@ def _scheduled_mapping(
     kept_in = r.input_reads if place.input_on_chip else 0.0
     kept_out = r.output_writes if place.output_on_chip else 0.0
     dram_bytes = r.dram_bytes - kept_in - kept_out
-    per_s = chip.dram.bandwidth_bytes_per_s * cal.dram_bandwidth_efficiency
     vector_s = overlapped_vector_s(op, chip)
-    if r.shared:  # the cores' time against the shared SRAM is as before; DRAM moves less
+    if r.shared:  # the cores' waves as before; DRAM moves less (the prefetch hid some)
         per_s = dram_bandwidth(chip, r.cores_used)
         hidden = min(place.prefetch_s, r.weight_reads / per_s)
-        dram_s = max(dram_bytes / per_s - hidden, 0.0) + chip.dram.latency_s
-        map_s = r.map_s
-        memory_s = dram_s
+        moved = max(dram_bytes - hidden * per_s, 0.0)
+        bound, both_s = waves_time(Waves(*r.waves), moved, chip)
+        if vector_s > both_s:
+            bound, both_s = "vector", vector_s
+        time_s = both_s + r.kernels * chip.kernel_overhead_s
+        memory_s = moved / per_s + chip.dram.latency_s
     else:  # the mapping's time rule with what the schedule kept and hid
         per_cycle = float(feed_bytes_per_cycle(chip, r.cores_used, PY))  # its ports' cap too
         first = r.first_load_cycles * (1.0 - r.input_share if place.input_on_chip else 1.0)
@@ -474,8 +518,9 @@ def _scheduled_mapping(
         busy = r.compute_cycles / cal.compute(problem_of(op).mac_class) * (1 + r.dequant_ratio)
         rest = max(dram_cycles - first - last, 0.0)
         total = first + max(busy, rest) + last + chip.dram.latency_s * freq
-        map_s, dram_s, memory_s = total / freq, 0.0, dram_cycles / freq
-    bound, time_s = _bound_and_time(chip, map_s, r.memory_bound, dram_s, vector_s, r.kernels)
+        memory_s = dram_cycles / freq
+        bound, time_s = _bound_and_time(chip, total / freq, r.memory_bound, 0.0, vector_s,
+                                        r.kernels)  # fmt: skip
     kept = kept_in + kept_out
     return replace(
         base, dram_bytes=dram_bytes, memory_s=memory_s, time_s=time_s, bound=bound,
