@@ -250,3 +250,24 @@ def test_without_a_kernel_overhead_a_split_adds_no_time() -> None:
     assert events.cost(FP8_SPLIT, free).time_s == max(
         timeline.stats.makespan_cycles / free.freq_hz,
         analytic.overlapped_vector_s(FP8_SPLIT, free))
+
+
+def test_a_memory_bound_last_partial_wave_runs_after_the_dram_bytes_of_the_full_waves() -> None:
+    """llama-3-8b's mlp.up at batch 64 on the a100 (64x4096x28672): 224 CTAs of 64x128 with
+    the whole K on 108 SMs take three waves, the last of 8 CTAs. The two full waves draw
+    216/224 of the DRAM bytes at the DRAM's bandwidth at best; the last wave's 8 SMs then
+    compute one CTA each, a third of the busy cycles. The op takes at least their sum (taking
+    the two levels as independent maxima gave 119 us, below this bound), and the engines
+    agree."""
+    a100 = load_chip("a100-sxm-80gb")
+    op = Gemm(name="mlp.up", m=64, k=4096, n=28672)
+    view = analytic.level_views(a100)[0]
+    mapping = map_op(op, view)
+    assert (mapping.iterations, mapping.waves, mapping.kernels) == (224, 3, 1)
+    cost = analytic.cost(op, a100)
+    bandwidth = a100.dram.bandwidth_bytes_per_s * a100.calibration.dram_bandwidth_efficiency
+    busy_s = mapping.compute_cycles / view.calibration.compute("bf16") / a100.freq_hz
+    bound = (216 / 224) * cost.dram_bytes / bandwidth + busy_s / 3
+    assert cost.time_s - a100.kernel_overhead_s >= bound
+    assert cost.bound == "memory"
+    assert events.cost(op, a100).time_s == pytest.approx(cost.time_s, rel=0.03)
