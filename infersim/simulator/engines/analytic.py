@@ -248,8 +248,8 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
     vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
         if isinstance(op, Gemm) else op.vector_flops
     if chip.shared_sram is None:
-        bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", dram_s,
-                                        vector_s, mapping.kernels)  # fmt: skip
+        bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", vector_s,
+                                        mapping.kernels)  # fmt: skip
     else:
         bound, both_s = two_level_s(op, chip, cores_view, mapping, dram_bytes)
         if vector_s > both_s:
@@ -366,15 +366,13 @@ def two_level_s(
 
 
 def _bound_and_time(
-    chip: Chip, map_s: float, fed_bound: bool, dram_s: float, vector_s: float, kernels: int
+    chip: Chip, map_s: float, fed_bound: bool, vector_s: float, kernels: int
 ) -> tuple[Bound, float]:
-    """(bound, seconds) of a mapped op: its mapping (``map_s``, bound by compute or, when
-    ``fed_bound``, by what feeds the cores: DRAM, or the shared SRAM), the DRAM level of a
-    two-level chip (``dram_s``) and its vector work, plus the per-kernel overhead of each of
-    its ``kernels`` (they run one after another: no level's time hides a launch)."""
-    feed: Bound = "memory" if chip.shared_sram is None else "sram"
-    terms: dict[Bound, float] = {feed if fed_bound else "compute": map_s, "vector": vector_s}
-    terms["memory"] = max(dram_s, terms.get("memory", 0.0))
+    """(bound, seconds) of a mapped op on a chip without a shared SRAM: its mapping
+    (``map_s``, bound by compute or, when ``fed_bound``, by DRAM) or its vector work, plus the
+    per-kernel overhead of each of its ``kernels`` (they run one after another: no level's time
+    hides a launch). A two-level chip's op is timed by :func:`waves_time`."""
+    terms: dict[Bound, float] = {"memory" if fed_bound else "compute": map_s, "vector": vector_s}
     bound: Bound = max(terms, key=terms.__getitem__)
     return bound, terms[bound] + kernels * chip.kernel_overhead_s
 
@@ -519,8 +517,7 @@ def _scheduled_mapping(
         rest = max(dram_cycles - first - last, 0.0)
         total = first + max(busy, rest) + last + chip.dram.latency_s * freq
         memory_s = dram_cycles / freq
-        bound, time_s = _bound_and_time(chip, total / freq, r.memory_bound, 0.0, vector_s,
-                                        r.kernels)  # fmt: skip
+        bound, time_s = _bound_and_time(chip, total / freq, r.memory_bound, vector_s, r.kernels)
     kept = kept_in + kept_out
     return replace(
         base, dram_bytes=dram_bytes, memory_s=memory_s, time_s=time_s, bound=bound,
