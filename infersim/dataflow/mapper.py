@@ -69,7 +69,7 @@ from infersim.dataflow.loopnest.figures import (
     total_cycles_at,
 )
 from infersim.dataflow.loopnest.numerics import prod
-from infersim.dataflow.loopnest.problem import stack_key, stacked
+from infersim.dataflow.loopnest.problem import clear_problems, stack_key, stacked
 from infersim.dataflow.templates import (
     ACCUMULATOR_BYTES,
     ACCUMULATOR_SHARE,
@@ -148,8 +148,9 @@ STATS = {"searches": 0, "reused": 0}
 
 
 def clear_cache() -> None:
-    """Forget every memoized mapping and search (and reset :data:`STATS`)."""
+    """Forget every memoized mapping, search and problem (and reset :data:`STATS`)."""
     _CACHE.clear()
+    clear_problems()
     _TRAFFIC.clear()
     _GRIDS.clear()
     _SEARCHES.clear()

@@ -9,7 +9,9 @@ matrices it materializes by definition). Every engine's DRAM traffic must be at 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -71,9 +73,20 @@ class OpBase(BaseModel):
         return 0.0
 
     def signature(self) -> tuple[Any, ...]:
-        """Everything that determines the cost of one repetition (not ``name`` or ``count``)."""
+        """Everything that determines the cost of one repetition (not ``name`` or ``count``):
+        every memo of a cost is keyed on it, so it is computed once per (immutable) op."""
+        return self._signature
+
+    @cached_property
+    def _signature(self) -> tuple[Any, ...]:
         fields = type(self).model_fields
         return tuple((key, getattr(self, key)) for key in fields if key not in _NOT_COST)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (with ``update`` applied) that computes its own :meth:`signature`."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("_signature", None)
+        return copy
 
 
 DEQUANT_FLOPS_PER_ELEMENT = 2.0

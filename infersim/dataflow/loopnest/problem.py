@@ -73,8 +73,19 @@ class Problem:
     output_write_scale: float = 1.0
 
 
+_PROBLEMS: dict[tuple[Any, ...], Problem] = {}
+""":func:`problem_of` by the op's signature (every engine asks it several times per op)."""
+_PROBLEMS_MAX = 4096
+
+
+def clear_problems() -> None:
+    """Forget every memoized :func:`problem_of`."""
+    _PROBLEMS.clear()
+
+
 def problem_of(op: OpBase) -> Problem:
-    """The unified loop nest of a :class:`Gemm` or :class:`Conv2d`.
+    """The unified loop nest of a :class:`Gemm` or :class:`Conv2d` (memoized by the op's
+    signature: treat it as read-only).
 
     A GEMM's reduction dim C is the k positions the array performs (half of k for 2:4 sparse
     B, fewer for unstructured sparsity a sparse kernel skips); A and B keep their bytes (B as
@@ -85,6 +96,16 @@ def problem_of(op: OpBase) -> Problem:
         InfersimError: any other operator kind (it does not run on the systolic array), or a
             storage-only compute dtype.
     """
+    key = op.signature()
+    found = _PROBLEMS.get(key)
+    if found is None:
+        if len(_PROBLEMS) >= _PROBLEMS_MAX:
+            _PROBLEMS.clear()
+        found = _PROBLEMS[key] = _problem_of(op)
+    return found
+
+
+def _problem_of(op: OpBase) -> Problem:
     scale_out = 1.0
     if isinstance(op, Gemm):
         reduction = max(1, round(op.k * op.executed_macs / op.macs))

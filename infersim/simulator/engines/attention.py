@@ -73,11 +73,14 @@ class Grid:
     """CTAs each (sequence, head group, query block) is split into over its keys."""
 
 
-def grid(op: Attention, chip: Chip, splits: int = 1) -> Grid:
+def grid(
+    op: Attention, chip: Chip, splits: int = 1, flash: roofline.FlashGrid | None = None
+) -> Grid:
     """The :class:`Grid` of ``op``'s kernel on ``chip`` with each CTA's keys cut into
-    ``splits`` (at most one split per key block)."""
+    ``splits`` (at most one split per key block); ``flash``: its
+    :func:`~infersim.simulator.engines.roofline.flash_grid`, when known already."""
     block = roofline.flash_block_rows(op, chip)
-    g = roofline.flash_grid(op, block)
+    g = roofline.flash_grid(op, block) if flash is None else flash
     heads_per_cta = max(1, block // g.positions)
     rows = min(op.q_len, g.positions) * heads_per_cta
     side = chip.array.rows
@@ -114,13 +117,14 @@ def cta_cycles(op: Attention, chip: Chip, keys: float, gr: Grid) -> tuple[float,
     return mma, softmax / cal.vector_efficiency
 
 
-def split_options(op: Attention, chip: Chip) -> list[int]:
+def split_options(op: Attention, chip: Chip, base: Grid | None = None) -> list[int]:
     """The KV splits the kernel may use: 1, and with fewer CTAs than SMs the powers of two up
-    to (and the count that gives) one CTA per SM."""
-    base = grid(op, chip).ctas
-    if base >= chip.cores:
+    to (and the count that gives) one CTA per SM (``base``: the unsplit :func:`grid`, when
+    known already)."""
+    base_ctas = (grid(op, chip) if base is None else base).ctas
+    if base_ctas >= chip.cores:
         return [1]
-    most = math.ceil(chip.cores / base)
+    most = math.ceil(chip.cores / base_ctas)
     return sorted({1, most, *(1 << i for i in range(most.bit_length()) if 1 << i < most)})
 
 
@@ -136,11 +140,18 @@ def cost(op: Attention, chip: Chip) -> OpCost:
     """The cost of one repetition of the fused attention ``op`` on ``chip``'s tensor cores (see
     the module docstring), with the KV split of :func:`split_options` that takes the least
     time (the first among equals)."""
-    return min((_cost(op, chip, grid(op, chip, s)) for s in split_options(op, chip)),
-               key=lambda c: c.time_s)
+    flash = roofline.flash_grid(op, roofline.flash_block_rows(op, chip))
+    traffic = roofline.flash_attention_traffic(op, chip, flash)
+    one = grid(op, chip, 1, flash)
+    return min((_cost(op, chip, grid(op, chip, s, flash), traffic)
+                for s in split_options(op, chip, one)), key=lambda c: c.time_s)
 
 
-def _cost(op: Attention, chip: Chip, gr: Grid) -> OpCost:
+def _cost(
+    op: Attention, chip: Chip, gr: Grid, traffic: roofline.FlashTraffic | None = None
+) -> OpCost:
+    """The cost of ``op`` run as the grid ``gr`` (``traffic``: its
+    :func:`~infersim.simulator.engines.roofline.flash_attention_traffic`, when known already)."""
     cal = chip.calibration
     mma, softmax = cta_cycles(op, chip, gr.keys_mean, gr)
     per_cta = max(mma, softmax)
@@ -150,7 +161,8 @@ def _cost(op: Attention, chip: Chip, gr: Grid) -> OpCost:
     else:
         work = math.ceil(gr.ctas / chip.cores) * per_cta
     work_s = work / cal.attention_efficiency / chip.freq_hz
-    traffic = roofline.flash_attention_traffic(op, chip)
+    if traffic is None:
+        traffic = roofline.flash_attention_traffic(op, chip)
     act = dtypes.nbytes(op.dtype)
     q_o = op.batch * op.heads * op.q_len * (op.head_dim + op.dv) * act
     partials = 0.0

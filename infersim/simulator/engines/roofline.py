@@ -117,7 +117,9 @@ def flash_grid(op: Attention, rows: int) -> FlashGrid:
     return grid
 
 
-def flash_attention_traffic(op: Attention, chip: Chip) -> FlashTraffic:
+def flash_attention_traffic(
+    op: Attention, chip: Chip, grid: FlashGrid | None = None
+) -> FlashTraffic:
     """DRAM bytes and K/V bytes loaded into the cores' SRAMs of ``op`` on ``chip``.
 
     A fused kernel runs one CTA per (sequence, query head, block of :func:`flash_block_rows`
@@ -129,10 +131,12 @@ def flash_attention_traffic(op: Attention, chip: Chip) -> FlashTraffic:
     shared SRAM, DRAM sees K and V once. Otherwise the CTAs running together still share their
     reads through it, and each later wave of CTAs that needs a set reads it from DRAM again;
     without a shared SRAM every CTA loads from DRAM. Unfused attention reads K and V once.
+    ``grid``: the kernel's :func:`flash_grid`, when known already.
     """
     if not op.fused:
         return FlashTraffic(op.compulsory_bytes, op.kv_bytes)
-    grid = flash_grid(op, flash_block_rows(op, chip))
+    if grid is None:
+        grid = flash_grid(op, flash_block_rows(op, chip))
     sets = op.batch * op.kv_heads
     token_bytes = op.kv_token_bytes
     loaded = sets * grid.keys * token_bytes
