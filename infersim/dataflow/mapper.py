@@ -68,6 +68,7 @@ from infersim.dataflow.loopnest.figures import (
     prepare,
     total_cycles_at,
 )
+from infersim.dataflow.loopnest.folds import clear_tile_folds
 from infersim.dataflow.loopnest.numerics import prod
 from infersim.dataflow.loopnest.problem import clear_problems, stack_key, stacked
 from infersim.dataflow.templates import (
@@ -151,6 +152,7 @@ def clear_cache() -> None:
     """Forget every memoized mapping, search and problem (and reset :data:`STATS`)."""
     _CACHE.clear()
     clear_problems()
+    clear_tile_folds()
     _TRAFFIC.clear()
     _GRIDS.clear()
     _SEARCHES.clear()

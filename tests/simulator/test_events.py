@@ -80,7 +80,11 @@ def test_link_channels_stripes_and_fifo() -> None:
 def _whole_wave_case(name: str, df: str, memory: bool, size: int, waves: int, q: int,
                      wide: int):
     """A GEMM and a tiling with whole waves (n-tiles = cores × waves), ``q`` k-tiles per core,
-    tiles filling ~90% of the double-buffered SRAM."""
+    tiles filling ~90% of the double-buffered SRAM, and every tile whole (the rows rounded up
+    to whole row tiles): the analytic rule overlaps compute and transfers over the whole op,
+    and a remainder tile of few rows is a memory-bound phase inside a compute-bound op that
+    the event engine cannot hide behind its neighbours (tpu-v4 ws, 1984 rows in tiles of
+    1843: 3.1% apart)."""
     chip = load_chip(name)
     dtype = DTYPE.get(name, "bf16")
     width = 1 if dtype == "int8" else 2
@@ -89,6 +93,7 @@ def _whole_wave_case(name: str, df: str, memory: bool, size: int, waves: int, q:
     m = size if memory else 64 * size
     tn = cols * wide
     tp = min(m, max(1, int(elements // (4 * tn))))
+    m = tp * -(-m // tp)
     tk = int((elements - tp * tn) // (tp + tn))
     tk = max(rows, tk // rows * rows) if tk >= rows else max(1, tk)
     op = gemm(m, tk * q, tn * chip.cores * waves, dtype)

@@ -76,7 +76,40 @@ def kept_folds(tpl: Template) -> tuple[tuple[str, ...], bool, bool] | None:
     return (temporal, rows, cols) if temporal or rows or cols else None
 
 
+_ONE_TILE: dict[tuple[Any, ...], tuple[Template, Figures]] = {}
+""":func:`tile_folds` of one tiling in floats, by everything it reads (see :func:`tile_folds`):
+ops that share a tile shape on one array (every full CTA tile of the GEMMs of a model) share
+its fold analysis."""
+_ONE_TILE_MAX = 16384
+
+
+def clear_tile_folds() -> None:
+    """Forget every memoized fold analysis of one tile."""
+    _ONE_TILE.clear()
+
+
 def tile_folds(
+    nest: Nest, ext: Figures, rf: Figures, xp: MathNamespace, cycles_only: bool = False
+) -> Figures:
+    """:func:`_tile_folds`, memoized in floats (:data:`PY`) by what it reads of the nest: the
+    template, the chip (its array and per-byte energies), the op's stride and MAC rate. Read
+    the figures; do not change them."""
+    if xp is not PY:
+        return _tile_folds(nest, ext, rf, xp, cycles_only)
+    prob, tpl, chip, rate = nest
+    # the template by identity (hashing its fields costs more than the lookup saves); the
+    # entry keeps it alive, so its id names no other template while the entry exists
+    key = (id(tpl), chip.key, prob.stride, rate, *(ext[d] for d in DIMS),
+           *(rf[d] for d in tpl.rf_split), cycles_only)  # fmt: skip
+    found = _ONE_TILE.get(key)
+    if found is None or found[0] is not tpl:
+        if len(_ONE_TILE) >= _ONE_TILE_MAX:
+            _ONE_TILE.clear()
+        found = _ONE_TILE[key] = (tpl, _tile_folds(nest, ext, rf, xp, cycles_only))
+    return found[1]
+
+
+def _tile_folds(
     nest: Nest, ext: Figures, rf: Figures, xp: MathNamespace, cycles_only: bool = False
 ) -> Figures:
     """Fold-level totals of ONE SRAM tile of extents ``ext`` (every dim of :data:`DIMS`) with
