@@ -124,6 +124,7 @@ def test_the_cuda_cores_run_a_gemv_but_not_a_large_gemm() -> None:
     assert analytic.busy_factor(one, view, m1) < 1.0 + analytic.dequant_ratio(one, view, m1)
     assert analytic.busy_factor(big, view, m4096) == 1.0 + analytic.dequant_ratio(big, view,
                                                                                  m4096)
+    assert analytic.on_lanes(one, view, m1) and not analytic.on_lanes(big, view, m4096)
 
 
 def test_dequantization_grows_with_the_rows_that_reuse_a_weight() -> None:

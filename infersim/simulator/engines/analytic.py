@@ -17,9 +17,11 @@ cycles, plus the first load and the last store, see :mod:`infersim.dataflow.loop
 overlapped with the vector work the op carries (dequant, fused epilogue), plus the calibrated
 per-kernel overhead once per kernel the mapping launches (a split reduction launches a second
 kernel that sums the partials: :attr:`~infersim.dataflow.loopnest.Mapping.kernels`; the
-mapping's time includes that launch, taken out of the overlap and added after it). Energy =
-the mappings' per-level energy (DRAM bytes at DRAM cost, the cores' fetches at shared-SRAM
-cost) plus the vector work.
+mapping's time includes that launch, taken out of the overlap and added after it). The
+mapping's compute is scaled by :func:`busy_factor` (the dequantization of a weight-only
+quantized operand; or, on a GPU where that is faster, as a decode GEMV: the MACs as FMAs on
+the CUDA cores). Energy = the mappings' per-level energy (DRAM bytes at DRAM cost, the cores'
+fetches at shared-SRAM cost) plus the vector work (the MACs too where the lanes run them).
 """
 
 from __future__ import annotations
@@ -225,13 +227,27 @@ def busy_factor(op: OpBase, view: Chip, mapping: Mapping) -> float:
     spend a whole fold's rows on its one row (a Hopper warpgroup MMA's 64), the lanes spend
     nothing on rows it lacks."""
     factor = 1.0 + dequant_ratio(op, view, mapping)
+    lanes = _lanes_factor(op, view, mapping)
+    return factor if lanes is None else min(factor, lanes)
+
+
+def _lanes_factor(op: OpBase, view: Chip, mapping: Mapping) -> float | None:
+    """The :func:`busy_factor` of running ``mapping``'s MACs and dequantization on the vector
+    lanes; None where its template cannot."""
     if not isinstance(op, Gemm) or not TEMPLATES[mapping.dataflow].vector_macs:
-        return factor
+        return None
     array_cycles = _array_cycles(op, view, mapping)
     if array_cycles <= 0:
-        return factor
+        return None
     lanes_flops = 2.0 * op.macs + dequant_flops(op, mapping)
-    return min(factor, lanes_flops / _vector_per_cycle(view) / array_cycles)
+    return lanes_flops / _vector_per_cycle(view) / array_cycles
+
+
+def on_lanes(op: OpBase, view: Chip, mapping: Mapping) -> bool:
+    """Whether :func:`busy_factor` runs ``mapping``'s MACs on the vector lanes (then they cost
+    2 vector FLOPs each instead of the array's MAC energy)."""
+    lanes = _lanes_factor(op, view, mapping)
+    return lanes is not None and lanes < 1.0 + dequant_ratio(op, view, mapping)
 
 
 def overlapped_vector_s(op: OpBase, chip: Chip) -> float:
@@ -287,6 +303,10 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
     vector_s = overlapped_vector_s(op, chip)
     vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
         if isinstance(op, Gemm) else op.vector_flops
+    view = chip if chip.shared_sram is None else level_views(chip)[0]
+    if isinstance(op, Gemm) and on_lanes(op, view, mapping):  # FMAs on the lanes
+        energy_pj -= energy(mapping, view).mac_pj
+        vector_flops += 2.0 * op.macs
     if chip.shared_sram is None:
         bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", vector_s,
                                         mapping.kernels)  # fmt: skip
