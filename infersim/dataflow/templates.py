@@ -77,7 +77,11 @@ class Template:
     output tile must fit :data:`ACCUMULATOR_SHARE` of the core's register file at
     :data:`ACCUMULATOR_BYTES` per element. ``min_tile_rows``: an SRAM tile holds at least
     this many positions of the flattened row group (a Hopper warpgroup MMA's 64 rows), or the
-    whole group where it is smaller.
+    whole group where it is smaller. ``vector_macs``: the core's vector lanes can run the MACs
+    instead of the array, one multiply-add per lane per cycle with the dequantization of a
+    weight-only quantized operand on the same lanes (a GPU SM's CUDA cores: a decode GEMV
+    kernel's FMAs); an engine times a mapping's compute at the faster of the two
+    (:func:`infersim.simulator.engines.analytic.busy_factor`).
     """
 
     name: str
@@ -95,6 +99,7 @@ class Template:
     extents: tuple[tuple[str, tuple[int, ...]], ...] = ()
     output_in_registers: bool = False
     min_tile_rows: int = 1
+    vector_macs: bool = False
 
     def __post_init__(self) -> None:
         for role in (self.rows, self.cols, self.stream, self.rf_split):
@@ -250,6 +255,13 @@ TEMPLATES: dict[str, Template] = {
         ),
         output_in_registers=True,
         min_tile_rows=64,  # wgmma.m64nNk16: a warpgroup's MMA is 64 rows (PTX ISA, sm_90a)
+        # Decode GEMV kernels run their FMAs on the CUDA cores, not the tensor cores (whose
+        # MMAs would spend a 64-row fold on one token): TensorRT-LLM's weight-only batched GEMV
+        # (cpp/tensorrt_llm/kernels/weightOnlyBatchedGemv), the AWQ GEMV kernel
+        # (llm-awq awq/kernels/csrc/quantization/gemv_cuda.cu), exllama's GPTQ q4 matmul, which
+        # dequantize each weight in registers and multiply-add it with half2/float FMAs while
+        # the next weights load (cp.async or many warps in flight).
+        vector_macs=True,
     ),
 }
 """The dataflows, by name."""

@@ -17,9 +17,11 @@ cycles, plus the first load and the last store, see :mod:`infersim.dataflow.loop
 overlapped with the vector work the op carries (dequant, fused epilogue), plus the calibrated
 per-kernel overhead once per kernel the mapping launches (a split reduction launches a second
 kernel that sums the partials: :attr:`~infersim.dataflow.loopnest.Mapping.kernels`; the
-mapping's time includes that launch, taken out of the overlap and added after it). Energy =
-the mappings' per-level energy (DRAM bytes at DRAM cost, the cores' fetches at shared-SRAM
-cost) plus the vector work.
+mapping's time includes that launch, taken out of the overlap and added after it). The
+mapping's compute is scaled by :func:`busy_factor` (the dequantization of a weight-only
+quantized operand; or, on a GPU where that is faster, as a decode GEMV: the MACs as FMAs on
+the CUDA cores). Energy = the mappings' per-level energy (DRAM bytes at DRAM cost, the cores'
+fetches at shared-SRAM cost) plus the vector work (the MACs too where the lanes run them).
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypeVar
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow import energy, map_op, search_many, traffic_many, traffic_of
+from infersim.dataflow import (
+    TEMPLATES,
+    energy,
+    map_op,
+    search_many,
+    traffic_many,
+    traffic_of,
+)
 from infersim.dataflow.loopnest import PY, Mapping, problem_of, tile_operand_bytes
 from infersim.dataflow.loopnest.figures import (
     feed_bytes_per_cycle,
@@ -175,6 +184,18 @@ def _remembered(
     return found
 
 
+def _vector_per_cycle(view: Chip) -> float:
+    """Vector FLOPs one core of ``view`` computes per cycle, at the calibrated efficiency."""
+    return (view.vector.lanes * view.vector.flops_per_lane_per_cycle
+            * view.calibration.vector_efficiency)  # fmt: skip
+
+
+def _array_cycles(op: OpBase, view: Chip, mapping: Mapping) -> float:
+    """The array cycles ``mapping`` computes, summed over the cores it keeps busy (calibrated)."""
+    return (float(mapping.compute_cycles) * max(mapping.cores_used, 1)
+            / view.calibration.compute(problem_of(op).mac_class))  # fmt: skip
+
+
 def dequant_ratio(op: OpBase, view: Chip, mapping: Mapping) -> float:
     """Dequantization cycles per compute cycle of ``mapping`` (mapped on ``view``): 0 unless
     the op's weights are stored in another format than the compute dtype.
@@ -184,19 +205,49 @@ def dequant_ratio(op: OpBase, view: Chip, mapping: Mapping) -> float:
     by the warps that issue the MMAs): every weight element the mapping feeds the array (one
     per fold that uses it: a weight tile reused by another block of rows is converted again)
     costs ``dequant_flops_per_weight`` vector FLOPs on the core, at the calibrated vector
-    efficiency. That work adds to the cores' compute time (both engines scale their compute
-    cycles by 1 + this ratio) and overlaps the memory transfers."""
+    efficiency. On the array that work adds to the cores' compute time and overlaps the
+    memory transfers (:func:`busy_factor`)."""
     if not isinstance(op, Gemm) or not op.dequant_flops_per_weight:
         return 0.0
-    prob = problem_of(op)
-    fed = mapping.traffic["sram"]["weight"].reads_bytes / prob.operand_bytes["weight"]
-    per_cycle = (view.vector.lanes * view.vector.flops_per_lane_per_cycle
-                 * view.calibration.vector_efficiency)  # fmt: skip
-    dequant_cycles = fed * op.dequant_flops_per_weight / per_cycle  # on one core
-    # the array cycles the cores compute, over all of them
-    compute_cycles = (float(mapping.compute_cycles) * max(mapping.cores_used, 1)
-                      / view.calibration.compute(prob.mac_class))  # fmt: skip
+    compute_cycles = _array_cycles(op, view, mapping)
+    dequant_cycles = dequant_flops(op, mapping) / _vector_per_cycle(view)  # on one core
     return dequant_cycles / compute_cycles if compute_cycles > 0 else 0.0
+
+
+def busy_factor(op: OpBase, view: Chip, mapping: Mapping) -> float:
+    """Core-busy cycles per (calibrated) array compute cycle of ``mapping`` (mapped on
+    ``view``); both engines scale every tile's compute by it, so they share the rule.
+
+    On the array: 1 + :func:`dequant_ratio` (the MMAs, then the dequantization of what they
+    are fed). Where the mapping's template lets the vector lanes run the MACs
+    (``Template.vector_macs``: a GPU's CUDA cores) and that is faster, the lanes do all of
+    it: one multiply-add (2 FLOPs) per MAC of the op and the dequantization of every weight
+    the mapping feeds, on the same lanes, at the calibrated vector efficiency, the tiles'
+    transfers unchanged. A GEMV (one or a few rows) is that kernel: the array's folds would
+    spend a whole fold's rows on its one row (a Hopper warpgroup MMA's 64), the lanes spend
+    nothing on rows it lacks."""
+    factor = 1.0 + dequant_ratio(op, view, mapping)
+    lanes = _lanes_factor(op, view, mapping)
+    return factor if lanes is None else min(factor, lanes)
+
+
+def _lanes_factor(op: OpBase, view: Chip, mapping: Mapping) -> float | None:
+    """The :func:`busy_factor` of running ``mapping``'s MACs and dequantization on the vector
+    lanes; None where its template cannot."""
+    if not isinstance(op, Gemm) or not TEMPLATES[mapping.dataflow].vector_macs:
+        return None
+    array_cycles = _array_cycles(op, view, mapping)
+    if array_cycles <= 0:
+        return None
+    lanes_flops = 2.0 * op.macs + dequant_flops(op, mapping)
+    return lanes_flops / _vector_per_cycle(view) / array_cycles
+
+
+def on_lanes(op: OpBase, view: Chip, mapping: Mapping) -> bool:
+    """Whether :func:`busy_factor` runs ``mapping``'s MACs on the vector lanes (then they cost
+    2 vector FLOPs each instead of the array's MAC energy)."""
+    lanes = _lanes_factor(op, view, mapping)
+    return lanes is not None and lanes < 1.0 + dequant_ratio(op, view, mapping)
 
 
 def overlapped_vector_s(op: OpBase, chip: Chip) -> float:
@@ -218,16 +269,21 @@ def mapping_seconds(op: OpBase, view: Chip, mapping: Mapping) -> float:
     """The time of ``mapping`` (mapped on ``view``) with its dequantization, less the launches
     of its kernels beyond the first (:func:`~infersim.dataflow.loopnest.figures.
     loop_nest_cycles`; :func:`_bound_and_time` adds every kernel's overhead): the loop nest's
-    rule, first load + max(compute x (1 + :func:`dequant_ratio`), the other transfers) + last
-    store + latency."""
+    rule, first load + max(compute x :func:`busy_factor`, the other transfers) + last
+    store + latency (where the factor is below 1, its lower bound: the tiles' overlap less
+    the compute saved, at least the compute and the transfers)."""
     total = loop_nest_cycles(view, mapping.total_cycles, mapping.kernels)
-    ratio = dequant_ratio(op, view, mapping)
-    if not ratio:
+    factor = busy_factor(op, view, mapping)
+    if factor == 1.0:
         return total / view.freq_hz
     busy = mapping.compute_cycles / view.calibration.compute(problem_of(op).mac_class)
     edges = mapping.first_load_cycles + mapping.last_store_cycles
-    overlap = total - edges - view.dram.latency_s * view.freq_hz
-    return (total + max(busy * (1 + ratio) - overlap, 0.0)) / view.freq_hz
+    overlap = total - edges - view.dram.latency_s * view.freq_hz  # the tiles' overlap, summed
+    if factor > 1.0:
+        middle = max(overlap, busy * factor)
+    else:  # the lanes' faster compute: at least the compute and at least the transfers
+        middle = max(busy * factor, overlap - busy * (1.0 - factor), mapping.dram_cycles - edges)
+    return (total - overlap + middle) / view.freq_hz
 
 
 def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
@@ -247,6 +303,10 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
     vector_s = overlapped_vector_s(op, chip)
     vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
         if isinstance(op, Gemm) else op.vector_flops
+    view = chip if chip.shared_sram is None else level_views(chip)[0]
+    if isinstance(op, Gemm) and on_lanes(op, view, mapping):  # FMAs on the lanes
+        energy_pj -= energy(mapping, view).mac_pj
+        vector_flops += 2.0 * op.macs
     if chip.shared_sram is None:
         bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", vector_s,
                                         mapping.kernels)  # fmt: skip
@@ -300,7 +360,7 @@ class Waves(NamedTuple):
     in cycles of the chip's clock and bytes."""
 
     busy_cycles: float
-    """Compute cycles over all waves (calibrated, dequantization included)."""
+    """Compute cycles over all waves (calibrated, :func:`busy_factor` applied)."""
     waves: float
     per_wave: float
     """Share of the work items in one full wave."""
@@ -325,7 +385,7 @@ def waves_of(op: OpBase, chip: Chip, view: Chip, mapping: Mapping) -> Waves:
     load = sum(tile_operand_bytes(prob, name, mapping.sram_tile) for name in ("input", "weight"))
     items = mapping.iterations
     busy = (mapping.compute_cycles / view.calibration.compute(prob.mac_class)
-            * (1.0 + dequant_ratio(op, view, mapping)))  # fmt: skip
+            * busy_factor(op, view, mapping))  # fmt: skip
     waves, per_wave, last_share = wave_split(view, items, PY)
     return Waves(busy, waves, per_wave, last_share, mapping.first_load_cycles,
                  mapping.last_store_cycles, mapping.dram_bytes,
@@ -436,8 +496,8 @@ class Retime:
     """The cores' mapping is bound by what feeds them."""
     cores_used: float
     """Cores the cores' mapping keeps busy."""
-    dequant_ratio: float
-    """Dequantization cycles per compute cycle (:func:`dequant_ratio`)."""
+    busy_factor: float
+    """Core-busy cycles per compute cycle (:func:`busy_factor`)."""
     first_load_cycles: float
     last_store_cycles: float
     compute_cycles: float
@@ -474,7 +534,7 @@ def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
     return Retime(
         shared=shared, map_s=mapping_seconds(op, view, mapping),
         memory_bound=mapping.bound == "memory",
-        dequant_ratio=dequant_ratio(op, view, mapping),
+        busy_factor=busy_factor(op, view, mapping),
         cores_used=float(mapping.cores_used),
         first_load_cycles=mapping.first_load_cycles, last_store_cycles=mapping.last_store_cycles,
         compute_cycles=float(mapping.compute_cycles),
@@ -513,7 +573,7 @@ def _scheduled_mapping(
         first -= hidden_cycles
         last = 0.0 if place.output_on_chip else r.last_store_cycles
         dram_cycles = max(dram_bytes / per_cycle - hidden_cycles, 0.0)
-        busy = r.compute_cycles / cal.compute(problem_of(op).mac_class) * (1 + r.dequant_ratio)
+        busy = r.compute_cycles / cal.compute(problem_of(op).mac_class) * r.busy_factor
         rest = max(dram_cycles - first - last, 0.0)
         total = first + max(busy, rest) + last + chip.dram.latency_s * freq
         memory_s = dram_cycles / freq

@@ -80,13 +80,13 @@ def _run_mapping(op: OpBase, chip: Chip, mapping: Mapping, max_blocks: int,
     used = float(mapping.cores_used)
     if outer is None or chip.shared_sram is None:
         plan = work_plan(prob, mapping, chip, max_blocks, kept,
-                         analytic.dequant_ratio(op, chip, mapping))
+                         analytic.busy_factor(op, chip, mapping))
         hbm = _hbm(chip, feed_bytes_per_cycle(chip, used, PY))
         return run(plan, Memory(hbm), chip.sram.capacity_bytes, efficiency)
     hbm = _hbm(chip, analytic.dram_bandwidth(chip, used) / chip.freq_hz)
     cores_view, _ = analytic.level_views(chip)
     plan = work_plan(prob, mapping, cores_view, max_blocks, None,
-                     analytic.dequant_ratio(op, cores_view, mapping))
+                     analytic.busy_factor(op, cores_view, mapping))
     port = Link("l2", feed_bytes_per_cycle(cores_view, used, PY), 1, 0.0)
     dram, l2 = outer, mapping.traffic["dram"]
     reads = sum(a.reads_bytes for a in l2.values())

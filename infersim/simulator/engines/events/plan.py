@@ -336,13 +336,14 @@ def _rows(key: npt.NDArray[np.int64]) -> npt.NDArray[np.void]:
 
 def work_plan(
     prob: Problem, mapping: Mapping, chip: Chip, max_blocks: int, kept: Kept | None = None,
-    dequant_ratio: float = 0.0,
+    busy_factor: float = 1.0,
 ) -> WorkPlan:
     """The core groups of ``mapping`` (mapped on ``chip``: its cores and array), each with at
     most ``max_blocks`` blocks; bytes per core are scaled to the mapping's DRAM traffic, less
-    what a chip schedule ``kept`` on chip or prefetched (see :class:`Kept`). Every tile computes
-    ``dequant_ratio`` more cycles per compute cycle (dequantizing the weights it feeds the
-    array: :func:`infersim.simulator.engines.analytic.dequant_ratio`).
+    what a chip schedule ``kept`` on chip or prefetched (see :class:`Kept`). Every tile's
+    compute cycles are scaled by ``busy_factor`` (the dequantization of the weights it feeds
+    the array, or the vector lanes running its MACs:
+    :func:`infersim.simulator.engines.analytic.busy_factor`).
 
     Raises:
         InfersimError: more than :data:`MAX_TILES` tiles.
@@ -400,7 +401,7 @@ def work_plan(
     groups = []
     for first_core, m, seq in seqs:
         weight = seq["weight"] * scale["weight"]
-        cycles = seq["cycles"] * (1.0 + dequant_ratio) if dequant_ratio else seq["cycles"]
+        cycles = seq["cycles"] * busy_factor if busy_factor != 1.0 else seq["cycles"]
         weight[0] *= left
         read = (seq["input"] * scale["input"] + weight + seq["out_read"] * scale["out_read"])
         merged = {"cycles": cycles, "folds": seq["folds"], "read": read,
