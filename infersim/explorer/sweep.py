@@ -142,7 +142,7 @@ def run_sweep(
         designs = space.count_designs()
         total = designs * space.points_per_design if designs is not None else None
         if executor is None:  # small sweeps run faster in this process than in a pool
-            small = total is not None and total - len(done) < SMALL_SWEEP_POINTS
+            small = total is not None and _work(ctx, total - len(done)) < SMALL_SWEEP_POINTS
             executor = LocalExecutor(1 if small else default_workers())
         size = chunk_size or _chunk_size(total, executor.workers, space.points_per_design)
         executor.open(ctx)  # workers start before the first progress report (a bar's thread)
@@ -212,7 +212,34 @@ def check_size(spec: SweepSpec) -> int:
 
 
 SMALL_SWEEP_POINTS = 2000
-"""Below this many points (and without an explicit executor) a sweep runs in-process."""
+"""Below this much work (:func:`_work`: about this many roofline points) and without an
+explicit executor, a sweep runs in this process: a pool's start would cost more than it
+saves."""
+
+ENGINE_WORK: dict[str, float] = {"roofline": 1.0, "analytic": 10.0, "events": 300.0}
+"""What a cold point (or a serving run's request) costs per engine, in roofline points: the
+cycle-model engines search every new op's mapping (``benchmarks/bench_engines.py``: an
+analytic whole-model point 7-11x a roofline one; ``bench_events.py``: the event engine
+hundreds of times)."""
+
+
+def _work(ctx: Context, points: int) -> float:
+    """The sweep's work in roofline points: ``points`` points, each at the mean
+    :data:`ENGINE_WORK` of the spec's engines, plus its serving runs' requests (one run per
+    base chip and model)."""
+    spec, space = ctx.spec, ctx.space
+    engines = [ENGINE_WORK.get(e, ENGINE_WORK["events"]) for e in spec.engines] or [1.0]
+    work = points * sum(engines) / len(engines)
+    if spec.serving is not None:
+        from infersim.simulator.serving import ServingConfig
+
+        models = {case.model.name for case in space.cases if case.model is not None}
+        # a whole trace (no request count): taken as large
+        requests = ServingConfig.model_validate(spec.serving.config).workload.requests
+        requests = SMALL_SWEEP_POINTS if requests is None else requests
+        runs = len(space.bases) * len(models)
+        work += runs * requests * ENGINE_WORK.get(spec.serving.engine, ENGINE_WORK["events"])
+    return work
 
 
 def _run(ctx: Context, store: ResultStore, executor: Executor, writer: _Writer, size: int,
