@@ -91,3 +91,25 @@ def test_pool_workers_write_the_cost_store(tmp_path: Path, monkeypatch: pytest.M
     with sqlite3.connect(tmp_path / "store" / "costs.sqlite") as conn:
         assert conn.execute("SELECT COUNT(*) FROM costs").fetchone()[0] > 0
     analytic.clear_cache()
+
+
+def test_a_sweep_runs_in_a_pool_by_its_work_not_its_point_count() -> None:
+    """The default report (660 analytic points, eight 150-request analytic serving runs) is
+    worth a pool; the same points on the roofline without serving runs stay in this process,
+    and an engine's weight orders the work (a cold analytic point costs more than a roofline
+    one, an event-engine point more still)."""
+    from infersim.explorer.defaults import default_spec
+    from infersim.explorer.evaluate import Context
+    from infersim.explorer.sweep import ENGINE_WORK, SMALL_SWEEP_POINTS, _work
+
+    spec = default_spec()
+    assert _work(Context(spec), 660) >= SMALL_SWEEP_POINTS
+    doc = spec.model_dump(mode="json", exclude_none=True)
+    doc.pop("serving")
+    by_engine = {}
+    for engine in ("roofline", "analytic", "events"):
+        doc["engines"] = [engine]
+        by_engine[engine] = _work(Context(parse_spec(doc)), 660)
+    assert by_engine["roofline"] == 660 < SMALL_SWEEP_POINTS
+    assert by_engine["roofline"] < by_engine["analytic"] < by_engine["events"]
+    assert ENGINE_WORK["roofline"] == 1.0
