@@ -287,6 +287,8 @@ def _latency(row: LatencyRow, chip: Chip, engine: str) -> Prediction:
         raise _Skip("infersim's chip model has no L2 (shared SRAM) latency")
     if row.bytes_moved is None or row.in_cycles:
         raise _Skip("a kernel time needs bytes_moved and measured_s")
+    if row.kind == "kernel_back_to_back_graph" and chip.launch is not None:
+        chip = chip.with_(**{"launch.graphs": True})  # replayed from one CUDA graph
     # one SCALE kernel (read + write, one multiply per element), fp32 elements of the same bytes
     op = Elementwise(elements=max(1, round(row.bytes_moved / 8)), inputs=1, dtype="fp32",
                      name="public.small_kernel")
