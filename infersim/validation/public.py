@@ -164,6 +164,11 @@ class ModelRow(PublicRow):
     metric: Literal["tokens_per_s", "tpot_s", "ttft_s"] = Field(description="What is reported")
     measured: float = Field(gt=0, description="The reported value, in the metric's unit")
     engine: str = Field(description="Inference engine that ran it")
+    techniques: str = Field(
+        default="",
+        description="What that engine ran that infersim models as techniques, in infersim's "
+        "technique syntax (cuda-graphs: its decode steps replay from CUDA graphs)",
+    )
 
     def label(self) -> str:
         return (f"{self.model} tp{self.tp} b{self.batch} {self.prompt_len}/{self.output_len} "
@@ -328,13 +333,16 @@ def _model(row: ModelRow, chip: Chip, engine: str) -> Prediction:
             f"dtypes (weights {row.weights_dtype}, act {row.act_dtype}, kv {row.kv_dtype}) "
             "not all known to infersim"
         ) from None
-    techniques = f"tp={row.tp}" if row.tp > 1 else None
+    stack = [t.strip() for t in row.techniques.split("+") if t.strip()]
+    stack += [f"tp={row.tp}"] if row.tp > 1 else []
 
     def run(phase: Literal["prefill", "decode"], context_len: int = 0) -> float:
         scenario = Scenario(phase=phase, batch=row.batch, prompt_len=row.prompt_len,
                             context_len=context_len, precision=precision)
-        cost = simulate(chip, model, scenario, engine=engine, techniques=techniques,
-                        ways_out=False)
+        # a source that captures CUDA graphs of its decode steps (gpt-fast) prefills without
+        steps = [t for t in stack if phase == "decode" or t != "cuda-graphs"]
+        cost = simulate(chip, model, scenario, engine=engine,
+                        techniques="+".join(steps) or None, ways_out=False)
         return cost.latency_s
 
     predictor = f"engine:{engine} (simulate)"
