@@ -669,6 +669,7 @@ def _sliced(prep: Prepared, lo: int, hi: int) -> Prepared:
         sram={n: cut(v) for n, v in prep.sram.items()},
         compulsory=cut(prep.compulsory),
         tiles=cut(prep.tiles),
+        folds=cut(prep.folds),
         weight_fed=None if prep.weight_fed is None else cut(prep.weight_fed),
     )
 
@@ -713,6 +714,7 @@ def _concat(preps: list[Prepared]) -> Prepared:
         sram={n: cat([p.sram[n] for p in preps]) for n in preps[0].sram},
         compulsory=cat([p.compulsory for p in preps]),
         tiles=cat([p.tiles for p in preps]),
+        folds=cat([p.folds for p in preps]),
         weight_fed=None if preps[0].weight_fed is None else cat([p.weight_fed for p in preps]),
     )
 

@@ -45,6 +45,7 @@ from infersim.dataflow.loopnest.problem import (
 from infersim.dataflow.loopnest.tiles import all_tiles, tile_classes
 from infersim.dataflow.loopnest.waves import (
     Backing,
+    CoresFigures,
     feed_bytes_per_cycle,
     feed_of,
     two_level_cycles,
@@ -136,6 +137,8 @@ class Prepared(NamedTuple):
     included), the output written once at its epilogue scale."""
     tiles: Arr
     """SRAM tiles per candidate."""
+    folds: Arr
+    """Array folds summed over every SRAM tile, per candidate."""
     weight_fed: Arr | None = None
     """Weight elements fed to the array over every SRAM tile, per candidate, where the search
     asked for them (a weight-only quantized op's dequantization, :func:`prepare`)."""
@@ -167,7 +170,9 @@ def prepare(
     sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
     tiles = np.broadcast_to(prod(counts.values()), cycles.shape)
     fed = np.broadcast_to(sums[KEYS["weight"][0]], cycles.shape) if weight_fed else None
-    return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles, fed)
+    folds = np.broadcast_to(sums["folds"], cycles.shape)
+    return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles,
+                    folds, fed)  # fmt: skip
 
 
 def peak_bound_cycles(prob: Problem, chip: Chip, rate: float) -> Any:
@@ -205,9 +210,12 @@ def lower_bound_cycles(
     - DRAM moves at least the compulsory bytes, and the transfers beyond the first load and the
       last store overlap compute at best;
     - the launch of a second kernel (a split reduction) only adds time: it is left out;
-    - with a ``backing``, DRAM moves its bytes at best at its rate to the most cores used
-      (every wave draws its share at most at that rate), and the one access latency is
-      DRAM's.
+    - with a ``backing``, the array starts on the first fold's data: of the first load, at
+      least its share of one of the tile's folds is exposed (the mean folds of a tile do not
+      depend on the order); the shared SRAM's transfers take at least the compulsory bytes
+      at its rate, plus the one DRAM access latency; DRAM's, the op's DRAM bytes at its rate
+      to the most cores used (every wave draws its share at most at that rate; its latency
+      may hide behind the write-back).
     """
     nest = nest_of(prob, tpl, chip)
     _, _, chip, rate = nest
@@ -230,10 +238,12 @@ def lower_bound_cycles(
     overlap = np.maximum(first + busy + last, prep.compulsory / per_cycle)
     if backing is None:
         return (overlap + chip.dram.latency_s * chip.freq_hz) * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
+    folds = np.maximum(prep.folds / prep.tiles, 1.0)
+    overlap = np.maximum(first / folds + busy + last, prep.compulsory / per_cycle)
     dram = backing.dram_bytes / feed_of(backing.dram_bytes_per_cycle,
                                         chip.sram.fill_bytes_per_cycle, used, NP)  # fmt: skip
-    overlap = np.maximum(overlap, dram)
-    return (overlap + backing.dram_latency_cycles) * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
+    bound = np.maximum(overlap + backing.dram_latency_cycles, dram)
+    return bound * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
 
 
 def total_cycles_at(
@@ -253,7 +263,8 @@ def total_cycles_at(
     outer = None
     if backing is not None:
         fed = None if prep.weight_fed is None else prep.weight_fed[idx]
-        outer = _Outer(backing.at(idx), fed)
+        writes = sum(fig.writes[name] for name in OPERANDS)
+        outer = _Outer(backing.at(idx), fed, writes, prep.tiles[idx], prep.folds[idx])
     time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], fig.iterations, fig.longest, sram,
                  dram_bytes, fig.kernels, NP, outer)
     return time["total_cycles"]  # type: ignore[no-any-return]
@@ -318,7 +329,9 @@ def figures_of(
     sram: Figures = {name: tile_bytes(prob, name, tile, xp) for name in OPERANDS}
     outer = None
     if backing is not None:
-        outer = _Outer(backing, sums[KEYS["weight"][0]] if dequantizes(backing) else None)
+        fed = sums[KEYS["weight"][0]] if dequantizes(backing) else None
+        writes = sum(dram_wr[name] for name in OPERANDS)
+        outer = _Outer(backing, fed, writes, prod(classes.counts.values()), sums["folds"])
     time = _time(nest, sums["cycles"], iterations, longest, sram, dram_bytes, kernels, xp, outer)
     return {
         "traffic": traffic,
@@ -342,6 +355,11 @@ class _Outer(NamedTuple):
     backing: Backing
     weight_fed: Any | None
     """Weight elements fed to the array over every tile (None: the op converts no weights)."""
+    writes: Any
+    """Bytes the cores store to the level feeding them."""
+    tiles: Any
+    folds: Any
+    """SRAM tiles, and array folds over all of them."""
 
 
 def _time(
@@ -383,8 +401,9 @@ def _time(
         backing = outer.backing
         if outer.weight_fed is not None:  # the cores convert the weights they feed the array
             busy = busy + outer.weight_fed * backing.dequant_cycles_per_weight / cores_used
-        levels = waves_of(chip, backing, busy, iterations, first, last, dram_bytes, 2.0 * load,
-                          xp)  # fmt: skip
+        levels = waves_of(chip, backing, CoresFigures(
+            busy, iterations, cores_used, first, last, dram_bytes, outer.writes, load,
+            sram["output"], outer.tiles, outer.folds), xp)  # fmt: skip
         total_cycles, bound = two_level_cycles(levels, backing.dram_bytes,
                                                backing.dram_writes_bytes,
                                                backing.dram_latency_cycles, xp)  # fmt: skip

@@ -232,39 +232,132 @@ class Waves(NamedTuple):
     dram_tail: Any
     """Bytes per cycle DRAM feeds a full and the last wave (the whole chip's rates, its
     cores' in-flight loads against the DRAM latency)."""
+    sram_writes: Any
+    """Of ``sram_bytes``, what the cores store."""
+    first_bytes: Any
+    """What the first wave's cores load for their first tiles."""
+    last_bytes: Any
+    """What the last wave's cores store after their last tiles."""
+    sram_full_bw: Any
+    sram_tail_bw: Any
+    dram_full_bw: Any
+    dram_tail_bw: Any
+    """The four rates above at the levels' bandwidths alone (no latency bound on what a core
+    keeps in flight: what its first tiles' loads, issued at once, draw)."""
+    tile_cycles: Any
+    """Compute cycles of one SRAM tile (the mean: calibrated, dequantization included)."""
+    tile_folds: Any
+    """Array folds of one SRAM tile (the mean)."""
 
 
-def waves_of(
-    view: Chip, backing: Backing, busy: Any, iterations: Any, first: Any, last: Any,
-    sram_bytes: Any, in_flight: Any, xp: MathNamespace,
-) -> Waves:
-    """The :class:`Waves` of a mapping on the cores ``view`` of a two-level chip whose DRAM is
-    ``backing``: ``busy`` compute cycles (calibrated, dequantization included) over
-    ``iterations`` work items, the first load and last store ``first`` and ``last`` cycles,
-    ``sram_bytes`` moved to and from the shared SRAM, ``in_flight`` bytes each busy core keeps
-    in flight (its double-buffered tiles' loads)."""
-    waves, per_wave, share = wave_split(view, iterations, xp)
-    return Waves(busy, waves, per_wave, share, first, last, sram_bytes,
-                 *wave_rates(view, in_flight, iterations, xp),
-                 *_rates(view, backing.dram_bytes_per_cycle, backing.fill_latency_cycles,
-                         in_flight, iterations, xp))  # fmt: skip
+class CoresFigures(NamedTuple):
+    """What :func:`waves_of` reads of a mapping on the cores view (floats, or arrays of
+    candidates)."""
+
+    busy_cycles: Any
+    """Compute cycles over all waves (calibrated, dequantization included)."""
+    iterations: Any
+    """Work items dealt to the cores."""
+    cores_used: Any
+    first_cycles: Any
+    last_cycles: Any
+    """The first tiles' load and the last tiles' store at the shared SRAM's rate."""
+    sram_bytes: Any
+    sram_writes: Any
+    """Bytes the cores move to and from the shared SRAM, and of those what they store."""
+    load_bytes: Any
+    store_bytes: Any
+    """One SRAM tile's input and weight bytes, and its output bytes."""
+    tiles: Any
+    folds: Any
+    """SRAM tiles, and array folds over all of them."""
+
+
+def waves_of(view: Chip, backing: Backing, c: CoresFigures, xp: MathNamespace) -> Waves:
+    """The :class:`Waves` of a mapping of figures ``c`` on the cores ``view`` of a two-level
+    chip whose DRAM is ``backing``. A busy core keeps its double-buffered tiles' loads in
+    flight (the rates of :func:`wave_rates`), or, issuing its first tiles' loads at once,
+    draws at the levels' bandwidths alone."""
+    items = c.iterations
+    waves, per_wave, share = wave_split(view, items, xp)
+    in_flight = 2.0 * c.load_bytes
+    per_cycle, latency = backing.dram_bytes_per_cycle, backing.fill_latency_cycles
+    return Waves(
+        c.busy_cycles, waves, per_wave, share, c.first_cycles, c.last_cycles, c.sram_bytes,
+        *wave_rates(view, in_flight, items, xp), *_rates(view, per_cycle, latency, in_flight,
+                                                         items, xp),
+        c.sram_writes, c.cores_used * c.load_bytes, share * items * c.store_bytes,
+        *_rates(view, per_cycle_of(view), 0.0, in_flight, items, xp),
+        *_rates(view, per_cycle, 0.0, in_flight, items, xp),
+        c.busy_cycles / (waves * c.tiles / items), c.folds / c.tiles,
+    )  # fmt: skip
+
+
+def _share(part: Any, whole: Any, xp: MathNamespace) -> Any:
+    """``part`` / ``whole``, 0 where ``whole`` is not positive."""
+    some = whole > 0
+    return xp.where(some, part / xp.where(some, whole, 1.0), 0.0)
 
 
 def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_cycles: float,
                      xp: MathNamespace) -> tuple[Any, Any]:
     """(cycles, the code in :data:`BOUNDS` of what binds) of a two-level chip's op whose cores
     run the waves ``w`` and whose DRAM moves ``dram_bytes`` (``dram_writes_bytes`` of them
-    written; one access latency of ``latency_cycles``); no kernel launch.
+    written; one access latency of ``latency_cycles``); no kernel launch. The largest of three
+    paths, plus the one latency the cores and the shared SRAM wait for the first data:
 
-    Each wave takes the larger of its compute and each level's transfer of its share of the
-    bytes (:func:`waves_cycles`); plus the first load, the last store and one DRAM access
-    latency."""
-    sram = (w.sram_bytes, w.sram_full, w.sram_tail)
-    dram = (dram_bytes, w.dram_full, w.dram_tail)
-    piped = waves_cycles(w.busy_cycles, [sram, dram], w.waves, w.per_wave, w.last_share, xp)
-    rest = xp.maximum(piped - w.first_cycles - w.last_cycles, 0.0)
-    cycles = w.first_cycles + xp.maximum(w.busy_cycles, rest) + w.last_cycles + latency_cycles
-    moves = [nbytes * ((w.waves - 1.0) * w.per_wave / full + w.last_share / tail)
-             for nbytes, full, tail in (sram, dram)]  # fmt: skip
-    code = xp.where(w.busy_cycles >= rest, 0.0, xp.where(moves[0] > moves[1], 1.0, 2.0))
+    - the array's: it streams the first tile fold by fold (it starts on the first fold's data
+      and ends one fold after the tile's last byte), computes, and the last store follows;
+    - each level's (the shared SRAM's, DRAM's), the longer of two:
+
+      - its waves pipelined with the compute, each taking the larger of its compute and the
+        level's transfer of its share of the bytes (:func:`waves_cycles`). A core keeps its
+        double-buffered loads in flight, one window per latency; its first window is the
+        latency the op waits once, so the window-bound draw counts the rest (the first data
+        is not counted twice: a tiny op's time is its latency and its data at the
+        bandwidth);
+      - the first load, the level's own transfer of the bytes between the first load and
+        the last store at its bandwidth, and the last store. The shared SRAM passes data
+        through, so the first load waits for its share of the DRAM reads as well as for the
+        shared SRAM's port (the larger of the two), and the last store ends when both its
+        store to the shared SRAM and its share of the DRAM writes have left;
+
+      DRAM's path starts at once (its channels stream from the first request on), and the
+      latency of its last reads overlaps the write-back of the earlier waves' outputs, as
+      far as those last.
+
+    Every path grows as either level's bandwidth falls: a level's wait on the other level's
+    first load or last store adds to its own transfers between them, never to its wave
+    pipeline, where compute or the latency-bound draw may hide the first load and the last
+    store (added there, it made a faster level slow some ops down)."""
+    latency = latency_cycles
+    read_share = _share(dram_bytes - dram_writes_bytes, w.sram_bytes - w.sram_writes, xp)
+    write_share = _share(dram_writes_bytes, w.sram_writes, xp)
+    dram_first_bytes = w.first_bytes * read_share
+    first_dram = dram_first_bytes / xp.where(w.waves > 1.0, w.dram_full_bw, w.dram_tail_bw)
+    last_writes = w.last_bytes * write_share
+    first = xp.maximum(w.first_cycles, first_dram)
+    last = xp.maximum(w.last_cycles, last_writes / w.dram_tail)
+    at = (w.waves, w.per_wave, w.last_share, xp)
+
+    def path(nbytes: Any, first_bytes: Any, last_bytes: Any, full: Any, tail: Any,
+             full_bw: Any, tail_bw: Any) -> Any:
+        """One level's path (see above), its bytes at the rates ``full``, ``tail`` (in
+        flight) and ``full_bw``, ``tail_bw`` (the bandwidth alone)."""
+        piped = xp.maximum(waves_cycles(w.busy_cycles, [(nbytes, full_bw, tail_bw)], *at),
+                           waves_cycles(w.busy_cycles, [(nbytes, full, tail)], *at) - latency)
+        between = (waves_cycles(0.0, [(nbytes, full_bw, tail_bw)], *at) - last_bytes / tail_bw
+                   - first_bytes / xp.where(w.waves > 1.0, full_bw, tail_bw))  # fmt: skip
+        return xp.maximum(piped, first + xp.maximum(between, 0.0) + last)
+
+    folds = xp.maximum(w.tile_folds, 1.0)
+    streamed = xp.maximum(first / folds, first - w.tile_cycles * (folds - 1.0) / folds)
+    array = streamed + w.busy_cycles + last
+    sram = path(w.sram_bytes, w.first_bytes, w.last_bytes, w.sram_full, w.sram_tail,
+                w.sram_full_bw, w.sram_tail_bw)  # fmt: skip
+    hidden = xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0) / w.dram_full)
+    dram = path(dram_bytes, dram_first_bytes, last_writes, w.dram_full, w.dram_tail,
+                w.dram_full_bw, w.dram_tail_bw) - hidden  # fmt: skip
+    cycles = xp.maximum(xp.maximum(array, sram), dram) + latency
+    code = xp.where((array >= sram) & (array >= dram), 0.0, xp.where(sram >= dram, 1.0, 2.0))
     return cycles, code

@@ -488,7 +488,8 @@ def _scheduled_mapping(
         per_s = dram_bandwidth(chip, r.cores_used)
         hidden = min(place.prefetch_s, r.weight_reads / per_s)
         moved = max(dram_bytes - hidden * per_s, 0.0)
-        cycles, code = two_level_cycles(Waves(*r.waves), moved, 0.0,
+        writes = max(r.output_writes - kept_out, 0.0)  # the schedule hides reads only
+        cycles, code = two_level_cycles(Waves(*r.waves), moved, min(writes, moved),
                                         chip.dram.latency_s * chip.freq_hz, PY)  # fmt: skip
         bound: Bound = cast(Bound, BOUNDS[round(code)])
         both_s = cycles / freq
