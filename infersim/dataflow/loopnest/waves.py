@@ -324,7 +324,8 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
 
       DRAM's path starts at once (its channels stream from the first request on), and the
       latency of its last reads overlaps the write-back of the earlier waves' outputs, as
-      far as those last.
+      far as those last. Stores drain at a level's bandwidth: the window a core keeps in
+      flight bounds its loads, not its writes.
 
     Every path grows as either level's bandwidth falls: a level's wait on the other level's
     first load or last store adds to its own transfers between them, never to its wave
@@ -337,7 +338,7 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
     first_dram = dram_first_bytes / xp.where(w.waves > 1.0, w.dram_full_bw, w.dram_tail_bw)
     last_writes = w.last_bytes * write_share
     first = xp.maximum(w.first_cycles, first_dram)
-    last = xp.maximum(w.last_cycles, last_writes / w.dram_tail)
+    last = xp.maximum(w.last_cycles, last_writes / w.dram_tail_bw)
     at = (w.waves, w.per_wave, w.last_share, xp)
 
     def path(nbytes: Any, first_bytes: Any, last_bytes: Any, full: Any, tail: Any,
@@ -355,7 +356,8 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
     array = streamed + w.busy_cycles + last
     sram = path(w.sram_bytes, w.first_bytes, w.last_bytes, w.sram_full, w.sram_tail,
                 w.sram_full_bw, w.sram_tail_bw)  # fmt: skip
-    hidden = xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0) / w.dram_full)
+    hidden = xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0)
+                        / w.dram_full_bw)  # fmt: skip
     dram = path(dram_bytes, dram_first_bytes, last_writes, w.dram_full, w.dram_tail,
                 w.dram_full_bw, w.dram_tail_bw) - hidden  # fmt: skip
     cycles = xp.maximum(xp.maximum(array, sram), dram) + latency
