@@ -8,8 +8,11 @@ Run: ``.venv/bin/python benchmarks/bench_engines.py`` (``--quick`` skips the rep
    decode at 2048 context, on h100-sxm and on a fresh custom chip variant (h100-sxm with another
    L2 size: nothing its mappings depend on is shared with a chip seen before). Cold = every
    engine cache cleared first; warm = the same call again. Each figure is the best of 3.
-2. a bandwidth-only variant of h100-sxm after the h100-sxm runs: mappings depend on the array,
-   SRAMs and dtypes, not on DRAM bandwidth, so this point should cost about a warm one.
+2. a bandwidth-only variant of h100-sxm after the h100-sxm runs: the searches' prepared
+   candidates depend on the array, SRAMs and dtypes, not on DRAM bandwidth, and are reused.
+   On a two-level chip (the GPU presets) the cores' candidates are timed with the DRAM level
+   behind them, so the variant prices them again (one pass per op, no new search); on a chip
+   without a shared SRAM a DRAM variant re-times the cached search the same way.
 3. points/min of the default report's sweep (its serving runs included) on the analytic engine
    vs the same sweep with every engine set to the roofline, in this process;
 4. ``infersim report`` as the README gives it, twice in fresh processes sharing a new cost

@@ -8,6 +8,7 @@ loop-nest analyzer, a tiling search, energy per level, and SCALE-Sim inputs and 
 
 from infersim.dataflow.energy import EnergyBreakdown, energy
 from infersim.dataflow.loopnest import LEVELS, Access, Mapping, Tiling, analyze
+from infersim.dataflow.loopnest.waves import Backing, backing_of
 from infersim.dataflow.mapper import (
     DATAFLOWS,
     OBJECTIVES,
@@ -37,6 +38,7 @@ __all__ = [
     "REPORT_COLUMNS",
     "TEMPLATES",
     "Access",
+    "Backing",
     "EnergyBreakdown",
     "FoldCycles",
     "Mapping",
@@ -44,6 +46,7 @@ __all__ = [
     "Template",
     "Tiling",
     "analyze",
+    "backing_of",
     "clear_cache",
     "energy",
     "map_op",

@@ -24,6 +24,11 @@ compulsory DRAM bytes), the few best-bounded candidates are priced first, and on
 whose bound does not exceed their best time are priced at all: the exhaustive search's answer
 (ties included) for a few per cent of its work. :func:`map_traffic` is the search of the tiling
 that moves the fewest DRAM bytes (the shared-SRAM level of the analytic engine).
+
+On the cores view of a chip with a shared SRAM, a search given the op's DRAM level (a
+:class:`~infersim.dataflow.loopnest.waves.Backing`) times every candidate as the engines time
+the chip: the cores' waves against the shared SRAM with the op's DRAM traffic behind it. The
+bound and the exact times are then the two-level ones; what the search prepares is the same.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from infersim.dataflow.loopnest.figures import (
     LOWER_BOUND_MARGIN,
     Prepared,
     compulsory_bytes,
+    dequantizes,
     lower_bound_cycles,
     multicast_of,
     partials_capacity_bytes,
@@ -71,6 +77,7 @@ from infersim.dataflow.loopnest.figures import (
 from infersim.dataflow.loopnest.folds import clear_tile_folds
 from infersim.dataflow.loopnest.numerics import prod
 from infersim.dataflow.loopnest.problem import clear_problems, stack_key, stacked
+from infersim.dataflow.loopnest.waves import Backing, stacked_backing
 from infersim.dataflow.templates import (
     ACCUMULATOR_BYTES,
     ACCUMULATOR_SHARE,
@@ -437,10 +444,11 @@ def _picks(
 
 def _search(
     prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int,
-    key: tuple[Any, ...],
+    key: tuple[Any, ...], backing: Backing | None = None,
 ) -> list[tuple[float, Mapping]]:
-    """The ``top_k`` cheapest mappings of ``prob`` with ``tpl`` (empty when nothing fits);
-    ``key`` (the op's signature and the template) names the search in :data:`_SEARCHES`."""
+    """The ``top_k`` cheapest mappings of ``prob`` with ``tpl`` (empty when nothing fits),
+    timed with ``backing`` (see :func:`map_op`); ``key`` (the op's signature and the template)
+    names the search in :data:`_SEARCHES`."""
     if objective == "energy":  # the picks do not depend on time: cached by geometry + energy
         energy_key = chip.energy.model_dump_json()
         tilings = _search_cache(
@@ -448,16 +456,17 @@ def _search(
             lambda: [t for _, _, t in _ranked(prob, tpl, chip, objective, top_k)],
         )
     else:
-        tilings = [t for _, _, t in _ranked(prob, tpl, chip, objective, top_k)]
+        tilings = [t for _, _, t in _ranked(prob, tpl, chip, objective, top_k, backing)]
     out = []
     for tiling in tilings:
-        mapping = build_mapping(prob, tpl, chip, tiling)
+        mapping = build_mapping(prob, tpl, chip, tiling, backing)
         out.append((mapping_cost(mapping, chip, objective), mapping))
     return out
 
 
 def _ranked(
-    prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int
+    prob: Problem, tpl: Template, chip: Chip, objective: Objective, top_k: int,
+    backing: Backing | None = None,
 ) -> list[tuple[int, int, Tiling]]:
     """The ``top_k`` cheapest tilings for energy or EDP (or latency, exhaustively: the
     reference of the bounded search), every candidate and order evaluated at once (each figure
@@ -465,7 +474,7 @@ def _ranked(
     tile, rf = _candidates(prob, tpl, chip)
     if not tile or len(tile["G"]) == 0:
         return []
-    fig = evaluate_orders(prob, tpl, chip, tile, ORDERS, rf)
+    fig = evaluate_orders(prob, tpl, chip, tile, ORDERS, rf, backing)
     seconds = fig["total_cycles"] / chip.freq_hz
     pj = traffic_pj(fig["traffic"], chip) + mac_energy_pj(prob.macs, prob.mac_class, chip,
                                                           fig["mapping_efficiency"])
@@ -480,7 +489,7 @@ SEEDS = 32
 
 def _search_latency(
     prob: Problem, names: list[str], chip: Chip, top_k: int, sig: tuple[Any, ...],
-    every: Arr | None = None,
+    every: Arr | None = None, backing: Backing | None = None,
 ) -> list[tuple[float, int, Mapping]]:
     """The ``top_k`` fastest mappings of ``prob`` over the templates ``names`` as (seconds,
     template rank, mapping), in the exhaustive search's order: by time, then template rank, then
@@ -495,13 +504,15 @@ def _search_latency(
     What the bounds and the exact times are made of but the DRAM bandwidth, the clock and the
     calibration do not change is kept per template across chips that differ only in those
     (:data:`_SEARCHES`). ``every``: the total cycles of every candidate in every order,
-    priced already (:func:`search_many`)."""
-    found = _search_cache(_latency_key(sig, names, chip), lambda: _prepare_all(prob, names, chip))
+    priced already (:func:`search_many`). ``backing``: see :func:`map_op`."""
+    fed = dequantizes(backing)
+    found = _search_cache(_latency_key(sig, names, chip, fed),
+                          lambda: _prepare_all(prob, names, chip, fed))  # fmt: skip
     if found is None:
         return []
     parts, joint, starts, part_ranks = found
     if every is None:
-        kept, cycles = _bounded(prob, parts[0][1], chip, joint, top_k)
+        kept, cycles = _bounded(prob, parts[0][1], chip, joint, top_k, backing)
     else:
         kept, cycles = np.arange(len(joint.cycles)), every
     seconds = cycles / chip.freq_hz  # (orders, kept)
@@ -521,13 +532,20 @@ def _search_latency(
         i = int(local[j])
         chosen = {d: int(tile[d][i]) for d in DIMS}
         factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
-        mapping = build_mapping(prob, tpl, chip, Tiling(tile=chosen, order=ORDERS[oi], rf=factors))
+        tiling = Tiling(tile=chosen, order=ORDERS[oi], rf=factors)
+        mapping = build_mapping(prob, tpl, chip, tiling, backing)
         out.append((mapping.time_s, rank, mapping))
     return out
 
 
-def _latency_key(sig: tuple[Any, ...], names: list[str], chip: Chip) -> tuple[Any, ...]:
-    """The :data:`_SEARCHES` key of a latency search."""
+def _latency_key(
+    sig: tuple[Any, ...], names: list[str], chip: Chip, weight_fed: bool
+) -> tuple[Any, ...]:
+    """The :data:`_SEARCHES` key of a latency search (``weight_fed``: its figures hold the
+    weight elements each candidate feeds the array, which the kept stationary operands of a
+    template make depend on the chip's energies too)."""
+    if weight_fed:
+        return (sig, tuple(names), geometry_key(chip), "latency", chip.energy.model_dump_json())
     return (sig, tuple(names), geometry_key(chip), "latency")
 
 
@@ -552,56 +570,71 @@ def _checked(op: OpBase, chip: Chip, dataflow: str) -> tuple[Problem, list[str]]
     return prob, dataflows_of(chip) if dataflow == "best" else [dataflow]
 
 
-def search_many(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best") -> int:
+def search_many(
+    ops: Sequence[OpBase], chip: Chip, dataflow: str = "best",
+    backings: Sequence[Backing | None] | None = None,
+) -> int:
     """Search the latency mappings of ``ops`` on ``chip`` that :func:`map_op` would search
-    (``objective="latency"``, ``top_k=1``), in one vectorized pass: every template's fitting
+    (``objective="latency"``, ``top_k=1``, each op with its own of ``backings``: none when
+    not given), in one vectorized pass: every template's fitting
     candidates of all those ops are stacked into one problem
     (:func:`~infersim.dataflow.loopnest.problem.stacked`, one per group of ops sharing a MAC
     class and filter window), prepared at once, and the ops with at most 2 x :data:`SEEDS`
     candidates (those the bounded search prices in full) priced at once; each op then keeps its
     own first cheapest, exactly as :func:`map_op` picks it, and both caches hold what a search
     of its own would have put there. Ops already cached, ops without a loop nest and ops
-    :func:`map_op` refuses are left to it. Returns the number of ops searched."""
-    jobs: dict[tuple[Any, ...], tuple[Problem, list[str], tuple[Any, ...]]] = {}
-    for op in ops:
+    :func:`map_op` refuses are left to it. Returns the number of ops searched.
+
+    Raises:
+        ValueError: ``backings`` not one per op.
+    """
+    if backings is not None and len(backings) != len(ops):
+        raise ValueError(f"backings: {len(backings)} for {len(ops)} ops: give one per op")
+    jobs: dict[tuple[Any, ...], tuple[Problem, list[str], Backing | None]] = {}
+    for i, op in enumerate(ops):
         sig = op.signature()
-        if (sig, chip.key, dataflow, "latency", 1) in _CACHE or sig in jobs:
+        backing = None if backings is None else backings[i]
+        if _latency_cache_key(sig, chip, dataflow, 1, backing) in _CACHE or sig in jobs:
             continue
         try:
             prob, names = _checked(op, chip, dataflow)
         except InfersimError:
             continue  # map_op raises it where the op is costed
-        if _latency_key(sig, names, chip) not in _SEARCHES:
-            jobs[sig] = (prob, names, sig)
+        if _latency_key(sig, names, chip, dequantizes(backing)) not in _SEARCHES:
+            jobs[sig] = (prob, names, backing)
     if not jobs:
         return 0
-    # per template, the candidates of every op (grids are memoized), stacked by group
+    # per template, the candidates of every op (grids are memoized), stacked by group: ops
+    # alike in what their timing reads (a backing or none, weights converted or not)
     tiles: dict[tuple[Any, ...], list[tuple[int, Template, dict[str, Arr], dict[str, Arr]]]] = {}
-    groups: dict[tuple[str, tuple[Any, ...]], list[tuple[Any, ...]]] = {}
-    for sig, (prob, names, _) in jobs.items():
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for sig, (prob, names, backing) in jobs.items():
         tiles[sig] = []
+        kind = (backing is None, dequantizes(backing))
         for rank, name in enumerate(names):
             tile, rf = _candidates(prob, TEMPLATES[name], chip)
             if tile and len(tile["G"]):
                 tiles[sig].append((rank, TEMPLATES[name], tile, rf))
-                groups.setdefault((name, stack_key(prob)), []).append(sig)
+                groups.setdefault((name, stack_key(prob), kind), []).append(sig)
     preps: dict[tuple[tuple[Any, ...], str], tuple[Prepared, Arr | None]] = {}
-    for (name, _), sigs in groups.items():
+    for (name, _, (plain, fed)), sigs in groups.items():
         tpl = TEMPLATES[name]
         mine = [next(p for p in tiles[sig] if p[1] is tpl) for sig in sigs]
         sizes = [len(t["G"]) for _, _, t, _ in mine]
         prob = stacked([jobs[sig][0] for sig in sigs], sizes)
         tile = {d: np.concatenate([t[d] for _, _, t, _ in mine]) for d in DIMS}
         rf = {d: np.concatenate([r[d] for _, _, _, r in mine]) for d in tpl.rf_split}
-        prep = prepare(prob, tpl, chip, tile, rf)
+        prep = prepare(prob, tpl, chip, tile, rf, fed)
         small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
-        cycles = (total_cycles_at(prob, tpl, chip, prep, ORDERS, np.arange(len(prep.cycles)))
-                  if all(small) else None)  # fmt: skip
+        backing = None if plain else stacked_backing(
+            [b for sig in sigs if (b := jobs[sig][2]) is not None], sizes)
+        cycles = (total_cycles_at(prob, tpl, chip, prep, ORDERS, np.arange(len(prep.cycles)),
+                                  backing) if all(small) else None)  # fmt: skip
         for sig, lo, hi in zip(sigs, np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes),
                                strict=True):  # fmt: skip
             part = _sliced(prep, lo, hi)
             preps[(sig, name)] = (part, None if cycles is None else cycles[:, lo:hi])
-    for sig, (prob, names, _) in jobs.items():
+    for sig, (prob, names, backing) in jobs.items():
         parts = tiles[sig]
         if not parts:
             continue
@@ -609,13 +642,22 @@ def search_many(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best") -> in
         starts = np.cumsum([0] + [len(p.cycles) for p, _ in got])
         joint = _concat([p for p, _ in got])
         found = (parts, joint, starts, np.array([part[0] for part in parts]))
-        _search_cache(_latency_key(sig, names, chip), lambda found=found: found)
+        _search_cache(_latency_key(sig, names, chip, dequantizes(backing)),
+                      lambda found=found: found)  # fmt: skip
         every = None
         if all(c is not None for _, c in got) and starts[-1] <= 2 * SEEDS:
             every = got[0][1] if len(got) == 1 else np.concatenate([c for _, c in got], axis=1)
-        picks = _search_latency(prob, names, chip, 1, sig, every)
-        _CACHE.put((sig, chip.key, dataflow, "latency", 1), tuple(m for _, _, m in picks))
+        picks = _search_latency(prob, names, chip, 1, sig, every, backing)
+        _CACHE.put(_latency_cache_key(sig, chip, dataflow, 1, backing),
+                   tuple(m for _, _, m in picks))  # fmt: skip
     return len(jobs)
+
+
+def _latency_cache_key(
+    sig: tuple[Any, ...], chip: Chip, dataflow: str, top_k: int, backing: Backing | None
+) -> tuple[Any, ...]:
+    """The :data:`_CACHE` key of a bounded latency search."""
+    return (sig, chip.key, dataflow, "latency", top_k, backing)
 
 
 def _sliced(prep: Prepared, lo: int, hi: int) -> Prepared:
@@ -630,6 +672,8 @@ def _sliced(prep: Prepared, lo: int, hi: int) -> Prepared:
         sram={n: cut(v) for n, v in prep.sram.items()},
         compulsory=cut(prep.compulsory),
         tiles=cut(prep.tiles),
+        folds=cut(prep.folds),
+        weight_fed=None if prep.weight_fed is None else cut(prep.weight_fed),
     )
 
 
@@ -638,11 +682,12 @@ _Part = tuple[int, Template, dict[str, Arr], dict[str, Arr]]
 
 
 def _prepare_all(
-    prob: Problem, names: list[str], chip: Chip
+    prob: Problem, names: list[str], chip: Chip, weight_fed: bool = False
 ) -> tuple[list[_Part], Prepared, npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
     """The fitting candidates of every template of ``names`` and their :class:`Prepared`
-    figures one template after another, with where each template's candidates start (and the
-    total) and the templates' ranks. None when nothing fits."""
+    figures one template after another (with ``weight_fed``, the weight elements each feeds
+    the array too), with where each template's candidates start (and the total) and the
+    templates' ranks. None when nothing fits."""
     parts: list[_Part] = []
     preps = []
     for rank, name in enumerate(names):
@@ -650,7 +695,7 @@ def _prepare_all(
         tile, rf = _candidates(prob, tpl, chip)
         if tile and len(tile["G"]):
             parts.append((rank, tpl, tile, rf))
-            preps.append(prepare(prob, tpl, chip, tile, rf))
+            preps.append(prepare(prob, tpl, chip, tile, rf, weight_fed))
     if not parts:
         return None
     starts = np.cumsum([0] + [len(p.cycles) for p in preps])
@@ -672,30 +717,34 @@ def _concat(preps: list[Prepared]) -> Prepared:
         sram={n: cat([p.sram[n] for p in preps]) for n in preps[0].sram},
         compulsory=cat([p.compulsory for p in preps]),
         tiles=cat([p.tiles for p in preps]),
+        folds=cat([p.folds for p in preps]),
+        weight_fed=None if preps[0].weight_fed is None else cat([p.weight_fed for p in preps]),
     )
 
 
 def _bounded(
-    prob: Problem, tpl: Template, chip: Chip, prep: Prepared, top_k: int
+    prob: Problem, tpl: Template, chip: Chip, prep: Prepared, top_k: int,
+    backing: Backing | None = None,
 ) -> tuple[npt.NDArray[np.intp], Arr]:
     """The candidates (indices, ascending) whose lower bound does not exceed the ``top_k``-th
     best exact time of the :data:`SEEDS` best-bounded ones (every candidate that can be among
     the ``top_k`` best, ties included; all of them when a bound or a seed's time is not
-    finite), with their total cycles per order, shape (orders, kept)."""
+    finite), with their total cycles per order, shape (orders, kept); timed with
+    ``backing`` (see :func:`map_op`)."""
     n = len(prep.cycles)
     seeds = SEEDS * top_k
-    bound = lower_bound_cycles(prob, tpl, chip, prep) if n > 2 * seeds else None
+    bound = lower_bound_cycles(prob, tpl, chip, prep, backing) if n > 2 * seeds else None
     if bound is None or not np.isfinite(bound).all():
         every = np.arange(n)
-        return every, total_cycles_at(prob, tpl, chip, prep, ORDERS, every)
+        return every, total_cycles_at(prob, tpl, chip, prep, ORDERS, every, backing)
     first = np.sort(np.argpartition(bound, seeds - 1)[:seeds])
-    times = total_cycles_at(prob, tpl, chip, prep, ORDERS, first)
+    times = total_cycles_at(prob, tpl, chip, prep, ORDERS, first, backing)
     limit = np.partition(times.reshape(-1), top_k - 1)[top_k - 1]
     kept = np.flatnonzero(bound <= limit) if np.isfinite(limit) else np.arange(n)
     at = np.searchsorted(first, kept)
     if np.all(at < len(first)) and np.array_equal(first[np.minimum(at, len(first) - 1)], kept):
         return kept, times[:, at]  # every kept candidate was a seed: priced already
-    return kept, total_cycles_at(prob, tpl, chip, prep, ORDERS, kept)
+    return kept, total_cycles_at(prob, tpl, chip, prep, ORDERS, kept, backing)
 
 
 def _traffic_aligns(chip: Chip) -> dict[str, tuple[int, ...]]:
@@ -898,11 +947,12 @@ def map_op(  # type: ignore[overload-overlap]
     top_k: Literal[1] = ...,
     *,
     exhaustive: bool = ...,
+    backing: Backing | None = ...,
 ) -> Mapping: ...
 @overload
 def map_op(
     op: OpBase, chip: Chip, dataflow: str, objective: Objective, top_k: int, *,
-    exhaustive: bool = ...,
+    exhaustive: bool = ..., backing: Backing | None = ...,
 ) -> list[Mapping]: ...
 def map_op(
     op: OpBase,
@@ -912,6 +962,7 @@ def map_op(
     top_k: int = 1,
     *,
     exhaustive: bool = False,
+    backing: Backing | None = None,
 ) -> Mapping | list[Mapping]:
     """The cheapest mapping of one repetition of ``op`` on ``chip`` for ``objective``
     (``latency``: seconds, ``energy``: pJ, ``edp``: pJ·s), with ``dataflow`` one of ``ws``,
@@ -920,6 +971,13 @@ def map_op(
     instead of bounding them (the same answer, slower: the reference the bounded search is
     tested against and the golden corpus records). With ``top_k`` > 1,
     the ``top_k`` cheapest mappings, cheapest first.
+
+    With a ``backing`` (:func:`~infersim.dataflow.loopnest.waves.backing_of`), ``chip`` is the
+    cores view of a two-level chip (:func:`~infersim.simulator.engines.analytic.level_views`)
+    and every candidate is timed as that chip runs it: its cores' waves against the shared
+    SRAM and the op's DRAM traffic behind it
+    (:func:`~infersim.dataflow.loopnest.waves.two_level_cycles`); the mappings' ``time_s`` is
+    that time. Without one, the time of ``chip`` alone.
 
     Raises:
         UnsupportedDtypeError: the array cannot compute the op's dtype.
@@ -937,18 +995,20 @@ def map_op(
     sig = op.signature()
     ranked: list[tuple[float, int, Mapping]] = []
     if objective == "latency" and not exhaustive:  # every template in one bounded pass
-        key: tuple[Any, ...] = (sig, chip.key, dataflow, objective, top_k)
+        key: tuple[Any, ...] = _latency_cache_key(sig, chip, dataflow, top_k, backing)
         found = _CACHE.get(key)
         if found is None:
-            found = tuple(m for _, _, m in _search_latency(prob, names, chip, top_k, sig))
+            found = tuple(m for _, _, m in _search_latency(prob, names, chip, top_k, sig,
+                                                           backing=backing))  # fmt: skip
             _CACHE.put(key, found)
         ranked = [(m.time_s, 0, m) for m in found]
     for rank, name in enumerate(names if objective != "latency" or exhaustive else []):
-        key = (sig, chip.key, name, objective, top_k, "exhaustive" if exhaustive else "")
+        key = (sig, chip.key, name, objective, top_k, "exhaustive" if exhaustive else "",
+               backing)  # fmt: skip
         found = _CACHE.get(key)
         if found is None:
             found = tuple(m for _, m in _search(prob, TEMPLATES[name], chip, objective, top_k,
-                                                (sig, name)))
+                                                (sig, name), backing))
             _CACHE.put(key, found)
         ranked.extend((mapping_cost(m, chip, objective), rank, m) for m in found)
     if not ranked:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from infersim.arch_models.chip import Chip
 from infersim.arch_models.presets import load_chip
 from infersim.dataflow import (
+    Backing,
     clear_cache,
     map_op,
     map_traffic,
@@ -112,3 +113,45 @@ def test_a_batch_fills_the_caches_a_bandwidth_variant_re_times() -> None:
     assert mapper_module.STATS["searches"] == searched
     clear_cache()
     assert [m.to_dict() for m in warm] == [map_op(op, faster).to_dict() for op in ops]
+
+
+TWO_LEVEL = [load_chip(n) for n in ("h100-sxm", "a100-sxm-80gb", "tpu-v4")]
+dequantized = st.builds(
+    lambda m, k, n: Gemm(name="w4", m=m, k=k, n=n, a_dtype="fp16", b_dtype="q4_0",
+                         out_dtype="fp16"),
+    m=st.sampled_from([1, 64, 2048]), k=st.sampled_from([4096, 14336]),
+    n=st.sampled_from([4096, 11008]),
+)  # fmt: skip
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.one_of(gemms, gemms, dequantized, convs), min_size=2, max_size=6),
+       chip_index=st.integers(0, len(TWO_LEVEL) - 1))  # fmt: skip
+def test_batched_searches_with_backings_equal_the_searches_one_by_one(
+    ops: list[OpBase], chip_index: int
+) -> None:
+    """The cores' searches of a two-level chip, each op timed with its DRAM level (as the
+    engines search them), batched or one by one."""
+    from infersim.simulator.engines import analytic
+
+    chip = TWO_LEVEL[chip_index]
+    view = level_views(chip)[0]
+    found = _each(lambda op: analytic.op_backing(op, chip), ops)  # type: ignore[arg-type]
+    kept = [(op, b) for op, b in zip(ops, found, strict=True) if isinstance(b, Backing)]
+
+    def each_alone() -> list[object]:
+        return [_each(lambda op, b=b: map_op(op, view, backing=b), [op])[0] for op, b in kept]
+
+    clear_cache()
+    alone = each_alone()
+    clear_cache()
+    search_many([op for op, _ in kept], view, "best", [b for _, b in kept])
+    searched = mapper_module.STATS["searches"]
+    batched = each_alone()
+    refused = sum(isinstance(a, str) for a in alone)
+    assert mapper_module.STATS["searches"] - searched <= refused
+    for a, b in zip(alone, batched, strict=True):
+        if isinstance(a, str) or isinstance(b, str):
+            assert a == b
+        else:
+            assert a.to_dict() == b.to_dict() and a.levels == b.levels  # type: ignore[attr-defined]

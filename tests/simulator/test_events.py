@@ -343,3 +343,15 @@ def test_map_op_mapping_is_what_the_engine_runs() -> None:
     cycles, _ = events.simulate_mapping(op, chip, mapping)
     cost = events.cost(op, chip)
     assert cost.time_s == pytest.approx(cycles / chip.freq_hz)
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(128, 128, 128), (16, 128, 128), (1024, 4096, 4096)])
+def test_tpu_v4_gemms_end_with_their_stores_at_the_bandwidth(m: int, k: int, n: int) -> None:
+    """tpu-v4's CMEM in front of HBM: a tiny GEMM's last store to DRAM drains at the DRAM's
+    bandwidth (the loads a core keeps in flight per latency do not bound its writes; taking
+    them at that window made 128x128x128 4.9% slower than the event engine), and the engines
+    agree within 3% (1024x4096x4096 was 4.1% apart before the cores' search saw DRAM)."""
+    chip = load_chip("tpu-v4")
+    op = gemm(m, k, n)
+    assert events.cost(op, chip).time_s == pytest.approx(analytic.cost(op, chip).time_s,
+                                                         rel=0.03)  # fmt: skip

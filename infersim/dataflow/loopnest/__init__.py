@@ -51,6 +51,8 @@ many candidate tilings for the mapper's search, plain floats for one tiling. The
 ``folds``     the fold level of one SRAM tile (cycles, elements fed, delivered, held);
 ``tiles``     the tile classes of a tiling and the fold totals over every tile;
 ``dram``      the DRAM loop order: refetches, copies per core, loops dealt to the cores;
+``waves``     the work items dealt to the cores in waves, the rates of the level feeding them,
+              and the time of a two-level chip (cores fed by a shared SRAM in front of DRAM);
 ``figures``   traffic per level, cycles, utilizations and time from all of the above;
 ``mapping``   :class:`Mapping`, :func:`analyze` and the builders of a mapping from figures.
 """

@@ -12,7 +12,9 @@ cores × r). A mapping that deals a reduction loop in more than one chunk launch
 kernel that sums the partials: its time adds one more ``kernel_overhead_s`` of the chip mapped
 (:func:`launch_cycles`), so that the search splits only where splitting saves more than the
 launch. The engines add every kernel's overhead, the first one included, outside the
-mapping's time (see :func:`loop_nest_cycles`).
+mapping's time (see :func:`loop_nest_cycles`). On the cores view of a two-level chip, given the
+op's DRAM level (a :class:`~infersim.dataflow.loopnest.waves.Backing`), the time is instead the
+two-level chip's (:func:`~infersim.dataflow.loopnest.waves.two_level_cycles`).
 
 One evaluation, :func:`figures_of`, serves both callers: :func:`evaluate_orders` (and
 :func:`evaluate`) for batches of candidate tilings in arrays, and the builder of one
@@ -41,6 +43,17 @@ from infersim.dataflow.loopnest.problem import (
     total_footprint,
 )
 from infersim.dataflow.loopnest.tiles import all_tiles, tile_classes
+from infersim.dataflow.loopnest.waves import (
+    Backing,
+    CoresFigures,
+    feed_bytes_per_cycle,
+    feed_of,
+    two_level_cycles,
+    wave_rates,
+    wave_split,
+    waves_cycles,
+    waves_of,
+)
 from infersim.dataflow.templates import OPERANDS, Template
 
 LEVELS: tuple[str, ...] = ("dram", "sram", "array", "register_file")
@@ -74,78 +87,6 @@ def loop_nest_cycles(chip: Chip, total_cycles: float, kernels: int) -> float:
     return total_cycles - float(launch_cycles(chip, float(kernels)))
 
 
-def feed_bytes_per_cycle(chip: Chip, cores_used: Any, xp: MathNamespace) -> Any:
-    """Bytes per cycle the level feeding the cores delivers to ``cores_used`` busy cores:
-    its achievable bandwidth, at most ``cores_used`` x each core's ``sram.fill_bytes_per_cycle``
-    (the cores' ports)."""
-    per_cycle = (
-        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
-    )
-    port = chip.sram.fill_bytes_per_cycle
-    return per_cycle if port is None else xp.minimum(per_cycle, cores_used * port)
-
-
-def wave_rates(chip: Chip, in_flight: Any, iterations: Any, xp: MathNamespace) -> tuple[Any, Any]:
-    """Bytes per cycle the level feeding the cores delivers in a full wave of ``iterations``
-    work items dealt to ``chip``'s cores, and in the last (maybe partial) wave.
-
-    The feed delivers :func:`feed_bytes_per_cycle` to the cores busy in a wave, and by Little's
-    law each busy core draws at most ``in_flight`` bytes (its double-buffered tiles' loads)
-    per fill latency (``sram.fill_latency_s``, else the DRAM latency; none without one)."""
-    cores = chip.cores
-    latency = chip.sram.fill_latency_s
-    latency = chip.dram.latency_s if latency is None else latency
-    per_core = in_flight / (latency * chip.freq_hz) if latency > 0 else None
-    if cores == 1:
-        rate = feed_bytes_per_cycle(chip, 1.0, xp)
-        rate = rate if per_core is None else xp.minimum(rate, per_core)
-        return rate, rate
-    waves = xp.ceil_div(iterations, cores)
-    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
-    full = feed_bytes_per_cycle(chip, float(cores), xp)
-    tail = feed_bytes_per_cycle(chip, last, xp)
-    if per_core is None:
-        return full, tail
-    return xp.minimum(full, cores * per_core), xp.minimum(tail, last * per_core)
-
-
-def wave_split(chip: Chip, iterations: Any, xp: MathNamespace) -> tuple[Any, Any, Any]:
-    """(waves, share of the work items in one full wave, share in the last wave) of
-    ``iterations`` items dealt to ``chip``'s cores."""
-    cores = chip.cores
-    if cores == 1:
-        return 1.0, 1.0, 1.0
-    waves = xp.ceil_div(iterations, cores)
-    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
-    return waves, xp.minimum(float(cores), iterations) / iterations, last / iterations
-
-
-def in_flight_cycles(chip: Chip, nbytes: Any, in_flight: Any, iterations: Any,
-                     xp: MathNamespace) -> Any:
-    """Cycles the level feeding the cores takes to move ``nbytes`` for ``iterations`` work
-    items dealt to ``chip``'s cores in waves, at the rates of :func:`wave_rates`: the full
-    waves their share of the bytes at the full rate, the last wave its share at its own."""
-    full, tail = wave_rates(chip, in_flight, iterations, xp)
-    waves, per_wave, last = wave_split(chip, iterations, xp)
-    return nbytes * ((waves - 1.0) * per_wave / full + last / tail)
-
-
-def waves_cycles(busy: Any, transfers: list[tuple[Any, Any, Any]], waves: Any, per_wave: Any,
-                 last: Any, xp: MathNamespace) -> Any:
-    """Cycles of the waves of a mapping pipelined wave by wave: each wave takes the larger of
-    its compute (``busy`` over the waves) and each level's transfer of its share of the bytes
-    (``transfers``: bytes, full-wave rate, last-wave rate per level); the full waves share
-    ``per_wave`` of the items each, the last ``last``. Equal to max(compute, transfers) when
-    every wave is full; a memory-bound op's partial last wave may be compute-bound alone."""
-    c = busy / waves
-    t_full: Any = 0.0
-    t_last: Any = 0.0
-    for nbytes, full, tail in transfers:
-        t_full = xp.maximum(t_full, nbytes * per_wave / full)
-        t_last = xp.maximum(t_last, nbytes * last / tail)
-    return (waves - 1.0) * xp.maximum(c, t_full) + xp.maximum(c, t_last)
-
-
 def evaluate(
     prob: Problem, tpl: Template, chip: Chip, tile: Candidates, order: Order, rf: Candidates
 ) -> Figures:
@@ -170,13 +111,15 @@ def _pick(x: Any, o: int, i: Any) -> Any:
 
 
 def evaluate_orders(
-    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, orders: Orders, rf: Candidates
+    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, orders: Orders, rf: Candidates,
+    backing: Backing | None = None,
 ) -> Figures:
     """:func:`evaluate` for several DRAM loop orders (all orders of the same dims) at once: the
     figures broadcast to shape (orders, candidates); those that depend on the order have it,
     the others have shape (candidates,) or are one number (each element computed exactly as
-    :func:`evaluate` computes it)."""
-    return figures_of(nest_of(prob, tpl, chip), tile, orders, rf, NP)
+    :func:`evaluate` computes it). With a ``backing`` (``chip`` the cores view of a two-level
+    chip), the time is the two-level chip's (see :func:`figures_of`)."""
+    return figures_of(nest_of(prob, tpl, chip), tile, orders, rf, NP, backing)
 
 
 class Prepared(NamedTuple):
@@ -194,6 +137,11 @@ class Prepared(NamedTuple):
     included), the output written once at its epilogue scale."""
     tiles: Arr
     """SRAM tiles per candidate."""
+    folds: Arr
+    """Array folds summed over every SRAM tile, per candidate."""
+    weight_fed: Arr | None = None
+    """Weight elements fed to the array over every SRAM tile, per candidate, where the search
+    asked for them (a weight-only quantized op's dequantization, :func:`prepare`)."""
 
 
 def compulsory_bytes(prob: Problem, counts: Figures) -> Any:
@@ -208,17 +156,35 @@ def compulsory_bytes(prob: Problem, counts: Figures) -> Any:
 
 
 def prepare(
-    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, rf: Candidates
+    prob: Problem, tpl: Template, chip: Chip, tile: Candidates, rf: Candidates,
+    weight_fed: bool = False,
 ) -> Prepared:
-    """The :class:`Prepared` figures of candidate tilings ``tile`` with RF factors ``rf``."""
+    """The :class:`Prepared` figures of candidate tilings ``tile`` with RF factors ``rf``
+    (with ``weight_fed``, the weight elements each feeds the array too)."""
     nest = nest_of(prob, tpl, chip)
     classes = tile_classes(prob, tile, NP)
-    cycles = all_tiles(nest, classes, rf, NP, cycles_only=True)["cycles"]
+    sums = all_tiles(nest, classes, rf, NP, cycles_only=not weight_fed)
+    cycles = sums["cycles"]
     counts = classes.counts
     compulsory = compulsory_bytes(prob, counts)
     sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
     tiles = np.broadcast_to(prod(counts.values()), cycles.shape)
-    return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles)
+    fed = np.broadcast_to(sums[KEYS["weight"][0]], cycles.shape) if weight_fed else None
+    folds = np.broadcast_to(sums["folds"], cycles.shape)
+    return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles,
+                    folds, fed)  # fmt: skip
+
+
+def lanes_cycles(prob: Problem, chip: Chip, converting: Any, cores_used: Any) -> Any:
+    """Busy cycles per core of running the op's MACs as multiply-adds (2 FLOPs each) on the
+    cores' vector lanes, with ``converting`` lane cycles of weight conversion, over
+    ``cores_used`` cores at the calibrated vector efficiency: what a template whose lanes
+    can run the MACs (``Template.vector_macs``, a GPU's CUDA cores running a decode GEMV)
+    takes where that beats the array (see
+    :func:`infersim.simulator.engines.analytic.busy_factor`, the same rule on one mapping)."""
+    per_cycle = (chip.vector.lanes * chip.vector.flops_per_lane_per_cycle
+                 * chip.calibration.vector_efficiency)  # fmt: skip
+    return (2.0 * prob.macs / per_cycle + converting) / cores_used
 
 
 def peak_bound_cycles(prob: Problem, chip: Chip, rate: float) -> Any:
@@ -236,9 +202,11 @@ LOWER_BOUND_MARGIN = 1e-9
 two evaluations' different operations can put a bound above the figure it bounds."""
 
 
-def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared) -> Arr:
+def lower_bound_cycles(
+    prob: Problem, tpl: Template, chip: Chip, prep: Prepared, backing: Backing | None = None
+) -> Arr:
     """Per candidate, a bound no loop order's ``total_cycles`` falls below, from the figures
-    that do not depend on the order:
+    that do not depend on the order (with a ``backing``, of the two-level time):
 
     - the cores used are at most min(tiles, cores) in every order (the outer loops are dealt
       until the dealt iterations reach the cores, or every loop is dealt), and at least that
@@ -253,7 +221,13 @@ def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared)
       when every tile gets a core: one wave);
     - DRAM moves at least the compulsory bytes, and the transfers beyond the first load and the
       last store overlap compute at best;
-    - the launch of a second kernel (a split reduction) only adds time: it is left out.
+    - the launch of a second kernel (a split reduction) only adds time: it is left out;
+    - with a ``backing``, the array starts on the first fold's data: of the first load, at
+      least its share of one of the tile's folds is exposed (the mean folds of a tile do not
+      depend on the order); the shared SRAM's transfers take at least the compulsory bytes
+      at its rate, plus the one DRAM access latency; DRAM's, the op's DRAM bytes at its rate
+      to the most cores used (every wave draws its share at most at that rate; its latency
+      may hide behind the write-back).
     """
     nest = nest_of(prob, tpl, chip)
     _, _, chip, rate = nest
@@ -273,24 +247,40 @@ def lower_bound_cycles(prob: Problem, tpl: Template, chip: Chip, prep: Prepared)
     last = fewest * prep.sram["output"] / per_fewest
     compute = np.maximum(np.ceil(prep.cycles / used - 1e-9) - 1, bound_cycles)
     busy = compute / chip.calibration.compute(prob.mac_class)
+    if tpl.vector_macs and backing is not None:  # the lanes' MACs alone, on the most cores
+        busy = np.minimum(busy, lanes_cycles(prob, chip, 0.0, used))
     overlap = np.maximum(first + busy + last, prep.compulsory / per_cycle)
-    return (overlap + chip.dram.latency_s * chip.freq_hz) * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
+    if backing is None:
+        return (overlap + chip.dram.latency_s * chip.freq_hz) * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
+    folds = np.maximum(prep.folds / prep.tiles, 1.0)
+    overlap = np.maximum(first / folds + busy + last, prep.compulsory / per_cycle)
+    dram = backing.dram_bytes / feed_of(backing.dram_bytes_per_cycle,
+                                        chip.sram.fill_bytes_per_cycle, used, NP)  # fmt: skip
+    bound = np.maximum(overlap + backing.dram_latency_cycles, dram)
+    return bound * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
 
 
 def total_cycles_at(
-    prob: Problem, tpl: Template, chip: Chip, prep: Prepared, orders: Orders, idx: Any
+    prob: Problem, tpl: Template, chip: Chip, prep: Prepared, orders: Orders, idx: Any,
+    backing: Backing | None = None,
 ) -> Arr:
     """The ``total_cycles`` figure of :func:`evaluate_orders` of the candidates ``idx`` (an
     index array into the prepared ones), shape (orders, len(idx)): the same operations, element
     for element, as the full call makes for them (a loop no chosen candidate iterates is left
-    out, which changes no product)."""
+    out, which changes no product). A ``backing`` of a weight-only quantized op needs ``prep``
+    prepared with its weight elements fed."""
     counts = {d: v[idx] for d, v in prep.counts.items()}
     fig = dram_figures(prob, counts, orders, chip.cores, NP, multicast_of(chip),
                        partials_capacity_bytes(chip))
     dram_bytes = sum(fig.reads[name] + fig.writes[name] for name in OPERANDS)
     sram = {name: v[idx] for name, v in prep.sram.items()}
+    outer = None
+    if backing is not None:
+        fed = None if prep.weight_fed is None else prep.weight_fed[idx]
+        writes = sum(fig.writes[name] for name in OPERANDS)
+        outer = _Outer(backing.at(idx), fed, writes, prep.tiles[idx], prep.folds[idx])
     time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], fig.iterations, fig.longest, sram,
-                 dram_bytes, fig.kernels, NP)
+                 dram_bytes, fig.kernels, NP, outer)
     return time["total_cycles"]  # type: ignore[no-any-return]
 
 
@@ -303,12 +293,24 @@ def total_cycles_orders(
     return total_cycles_at(prob, tpl, chip, prep, orders, np.arange(len(prep.cycles)))
 
 
+def dequantizes(backing: Backing | None) -> bool:
+    """Whether the op of ``backing`` converts weights on the cores (its time needs the weight
+    elements each candidate feeds the array)."""
+    return backing is not None and bool(np.any(np.asarray(backing.dequant_cycles_per_weight) > 0))
+
+
 def figures_of(
-    nest: Nest, tile: Figures, orders: Orders, rf: Figures, xp: MathNamespace
+    nest: Nest, tile: Figures, orders: Orders, rf: Figures, xp: MathNamespace,
+    backing: Backing | None = None,
 ) -> Figures:
     """The figures of :func:`evaluate_orders` of SRAM tiles of extents ``tile`` and RF factors
     ``rf``: arrays over candidates with ``xp`` = :data:`NP`, floats of one tiling (and one
-    order) with :data:`PY`."""
+    order) with :data:`PY`. With a ``backing`` (``nest``'s chip the cores view of a two-level
+    chip whose DRAM it describes), ``total_cycles`` is the two-level time
+    (:func:`~infersim.dataflow.loopnest.waves.two_level_cycles`, plus the launches beyond the
+    first), ``bound`` says which level binds, and ``levels`` holds the
+    :class:`~infersim.dataflow.loopnest.waves.Waves` it was made of; the other figures are the
+    cores view's."""
     prob, tpl, chip, rate = nest
     rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     classes = tile_classes(prob, tile, xp)
@@ -339,7 +341,12 @@ def figures_of(
             )
     dram_bytes = sum(r + w for r, w in traffic["dram"].values())
     sram: Figures = {name: tile_bytes(prob, name, tile, xp) for name in OPERANDS}
-    time = _time(nest, sums["cycles"], iterations, longest, sram, dram_bytes, kernels, xp)
+    outer = None
+    if backing is not None:
+        fed = sums[KEYS["weight"][0]] if dequantizes(backing) else None
+        writes = sum(dram_wr[name] for name in OPERANDS)
+        outer = _Outer(backing, fed, writes, prod(classes.counts.values()), sums["folds"])
+    time = _time(nest, sums["cycles"], iterations, longest, sram, dram_bytes, kernels, xp, outer)
     return {
         "traffic": traffic,
         "iterations": iterations,
@@ -356,15 +363,29 @@ def figures_of(
     }
 
 
+class _Outer(NamedTuple):
+    """What the two-level time of candidates adds to their cores-view figures."""
+
+    backing: Backing
+    weight_fed: Any | None
+    """Weight elements fed to the array over every tile (None: the op converts no weights)."""
+    writes: Any
+    """Bytes the cores store to the level feeding them."""
+    tiles: Any
+    folds: Any
+    """SRAM tiles, and array folds over all of them."""
+
+
 def _time(
     nest: Nest, cycles: Any, iterations: Any, longest: Any, sram: Figures, dram_bytes: Any,
-    kernels: Any, xp: MathNamespace,
+    kernels: Any, xp: MathNamespace, outer: _Outer | None = None,
 ) -> Figures:
     """Waves, cores used, compute cycles and time of ``cycles`` summed over every SRAM tile,
     ``iterations`` work items of the DRAM loops dealt to the cores (the longest ``longest``
     times the mean item), ``sram`` bytes per operand of one tile and ``dram_bytes``, launching
-    ``kernels`` kernels (each beyond the first adds :func:`launch_cycles`)."""
-    prob, _, chip, rate = nest
+    ``kernels`` kernels (each beyond the first adds :func:`launch_cycles`); with ``outer``, the
+    two-level time (see :func:`figures_of`)."""
+    prob, tpl, chip, rate = nest
     cores = chip.cores
     bound_cycles = peak_bound_cycles(prob, chip, rate)
     load = sram["input"] + sram["weight"]
@@ -384,9 +405,26 @@ def _time(
     n_waves, per_wave, share = wave_split(chip, iterations, xp)
     dram_cycles = dram_bytes * ((n_waves - 1.0) * per_wave / full + share / tail)
     busy = compute_cycles / chip.calibration.compute(prob.mac_class)
-    piped = waves_cycles(busy, [(dram_bytes, full, tail)], n_waves, per_wave, share, xp)
-    rest = xp.maximum(piped - first - last, 0.0)
-    total_cycles = first + xp.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz
+    levels = None
+    if outer is None:
+        piped = waves_cycles(busy, [(dram_bytes, full, tail)], n_waves, per_wave, share, xp)
+        rest = xp.maximum(piped - first - last, 0.0)
+        total_cycles = first + xp.maximum(busy, rest) + last + chip.dram.latency_s * chip.freq_hz
+        bound = xp.where(busy >= rest, 0.0, 2.0)
+    else:
+        backing = outer.backing
+        converting = 0.0
+        if outer.weight_fed is not None:  # the cores convert the weights they feed the array
+            converting = outer.weight_fed * backing.dequant_cycles_per_weight
+            busy = busy + converting / cores_used
+        if tpl.vector_macs:  # or their vector lanes run the MACs too, where that is faster
+            busy = xp.minimum(busy, lanes_cycles(prob, chip, converting, cores_used))
+        levels = waves_of(chip, backing, CoresFigures(
+            busy, iterations, cores_used, first, last, dram_bytes, outer.writes, load,
+            sram["output"], outer.tiles, outer.folds), xp)  # fmt: skip
+        total_cycles, bound = two_level_cycles(levels, backing.dram_bytes,
+                                               backing.dram_writes_bytes,
+                                               backing.dram_latency_cycles, xp)  # fmt: skip
     if chip.kernel_overhead_s > 0:  # one per chip: x + 0.0 would change no figure either
         total_cycles = total_cycles + launch_cycles(chip, kernels)
     return {
@@ -398,5 +436,6 @@ def _time(
         "first_load_cycles": first,
         "last_store_cycles": last,
         "total_cycles": total_cycles,
-        "compute_bound": busy >= rest,
+        "bound": bound,
+        "levels": levels,
     }

@@ -116,8 +116,8 @@ def _tile_folds(
     the register-file factors ``rf`` (every ``rf_split`` dim): ``cycles``, ``folds``, the
     positions ``used`` and SCALE-Sim's utilization terms, and per operand the elements fed to
     the array (``feed_*``), delivered to the PEs (``deliver_*``) and read from the register
-    file (``rf_*``). With ``cycles_only``, the cycles alone (the same operations as the full
-    call makes for them).
+    file (``rf_*``). With ``cycles_only``, the cycles and folds alone (the same operations as
+    the full call makes for them).
 
     Every fold feeds each operand's fold footprint and delivers each PE its PE footprint,
     except the stationary operand where keeping it over the folds of :func:`kept_folds` moves
@@ -153,7 +153,7 @@ def _tile_folds(
     else:
         cycles = folds * (overhead + t_cycles)
     if cycles_only:
-        return {"cycles": cycles}
+        return {"cycles": cycles, "folds": folds}
     used = temporal * rows_ext * cols_ext
     out = {
         "cycles": cycles,

@@ -15,6 +15,7 @@ from infersim.arch_models.chip import Chip
 from infersim.dataflow.loopnest.figures import figures_of
 from infersim.dataflow.loopnest.numerics import PY, Figures
 from infersim.dataflow.loopnest.problem import TILEABLE, Problem, Tiling, nest_of, problem_of
+from infersim.dataflow.loopnest.waves import BOUNDS, Backing, Waves
 from infersim.dataflow.templates import DIMS, Template
 from infersim.errors import InfersimError
 from infersim.workloads.ops import OpBase
@@ -85,6 +86,12 @@ class Mapping:
     launch of every kernel beyond the first (the chip's ``kernel_overhead_s`` each); the
     engines add the first's, and take the others out of the time they overlap with other
     levels (:func:`~infersim.dataflow.loopnest.figures.loop_nest_cycles`)."""
+    levels: Waves | None = None
+    """A mapping on the cores view of a two-level chip made with a
+    :class:`~infersim.dataflow.loopnest.waves.Backing`: what its two-level time was made of
+    (``total_cycles`` and ``bound`` are that time's; ``compute``, ``sram`` or ``memory``);
+    None otherwise (``total_cycles`` is the chip's own, ``bound`` ``compute`` or
+    ``memory``)."""
 
     @property
     def fits(self) -> bool:
@@ -172,9 +179,14 @@ def _check_tiling(tpl: Template, tiling: Tiling) -> None:
         raise InfersimError(f"loop order {tiling.order}: must be distinct dims of {TILEABLE}")
 
 
-def analyze(op: OpBase, chip: Chip, template: Template, tiling: Tiling | None = None) -> Mapping:
+def analyze(
+    op: OpBase, chip: Chip, template: Template, tiling: Tiling | None = None,
+    backing: Backing | None = None,
+) -> Mapping:
     """Map one repetition of ``op`` on ``chip`` with ``template`` and ``tiling`` (default: the
-    whole op as one SRAM tile, as SCALE-Sim streams it) and count traffic, cycles and time.
+    whole op as one SRAM tile, as SCALE-Sim streams it) and count traffic, cycles and time
+    (with a ``backing``, the time of the two-level chip whose cores view ``chip`` is: see
+    :func:`~infersim.dataflow.map_op`).
 
     The result is reported even when the tile does not fit (see :attr:`Mapping.fits`).
 
@@ -186,11 +198,15 @@ def analyze(op: OpBase, chip: Chip, template: Template, tiling: Tiling | None = 
     prob = problem_of(op)
     chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
     _check_tiling(template, tiling)
-    return build_mapping(prob, template, chip, tiling)
+    return build_mapping(prob, template, chip, tiling, backing)
 
 
-def build_mapping(prob: Problem, tpl: Template, chip: Chip, tiling: Tiling) -> Mapping:
-    """The :class:`Mapping` of one valid ``tiling``, evaluated in plain floats."""
+def build_mapping(
+    prob: Problem, tpl: Template, chip: Chip, tiling: Tiling, backing: Backing | None = None
+) -> Mapping:
+    """The :class:`Mapping` of one valid ``tiling``, evaluated in plain floats (with a
+    ``backing``, timed as the cores view ``chip`` of a two-level chip: see
+    :func:`~infersim.dataflow.loopnest.figures.figures_of`)."""
     tile = tiling.extents(prob)
     full = Tiling(
         tile=tile,
@@ -199,7 +215,7 @@ def build_mapping(prob: Problem, tpl: Template, chip: Chip, tiling: Tiling) -> M
     )
     floats = {d: float(v) for d, v in tile.items()}
     rf = {d: float(v) for d, v in full.rf.items()}
-    fig = figures_of(nest_of(prob, tpl, chip), floats, (full.order,), rf, PY)
+    fig = figures_of(nest_of(prob, tpl, chip), floats, (full.order,), rf, PY, backing)
     return mapping_of(prob, tpl, chip, full, fig, 0, 0)
 
 
@@ -234,6 +250,7 @@ def mapping_of(
         if d not in spatial and (d in rf_full or d not in tpl.stream)
     }
     total_cycles = one(fig["total_cycles"])
+    levels = fig["levels"]
     return Mapping(
         dataflow=tpl.name,
         template=tpl,
@@ -268,7 +285,8 @@ def mapping_of(
         last_store_cycles=one(fig["last_store_cycles"]),
         total_cycles=total_cycles,
         time_s=total_cycles / chip.freq_hz,
-        bound="compute" if one(fig["compute_bound"]) else "memory",
+        bound=BOUNDS[round(one(fig["bound"]))],
         iterations=one(fig["iterations"]),
         kernels=round(one(fig["kernels"])),
+        levels=None if levels is None else Waves(*(one(v) for v in levels)),
     )

@@ -83,7 +83,7 @@ def all_tiles(
 ) -> Figures:
     """The :func:`~infersim.dataflow.loopnest.folds.tile_folds` totals summed over every SRAM
     tile: each class of tile is analyzed once and weighted by how many tiles of it there are
-    (with ``cycles_only``, the cycles alone)."""
+    (with ``cycles_only``, the cycles and folds alone)."""
 
     def folds(ext: Figures, whole: Figures, rf: Figures) -> Figures:
         return tile_folds(nest, {**whole, **ext}, rf, xp, cycles_only)

@@ -8,9 +8,12 @@ bandwidth feeds them, each core re-fetching what it needs), and the DRAM traffic
 mapping whose tiles are sized for the shared SRAM itself (one fetch of what all the cores
 share: the tiling that moves the fewest DRAM bytes, as a cache that serves reuse would).
 Both levels run in the cores' waves: each wave of work items takes the larger of its compute,
-its shared-SRAM transfer and its DRAM transfer (:func:`two_level_s`; re-timed under a chip's
-schedule with what the schedule kept and prefetched, :func:`scheduled_cost`). A chip without a
-shared SRAM maps straight from DRAM.
+its shared-SRAM transfer and its DRAM transfer
+(:func:`~infersim.dataflow.loopnest.waves.two_level_cycles`). The cores' search prices every
+candidate with that time, given the op's DRAM traffic (:func:`op_backing`), so the mapping's
+own time is the two-level time (re-timed under a chip's schedule with what the schedule kept
+and prefetched, :func:`scheduled_cost`). A chip without a shared SRAM maps straight from
+DRAM.
 
 For a mapped op, time = the mapping's time (per SRAM tile the larger of compute and transfer
 cycles, plus the first load and the last store, see :mod:`infersim.dataflow.loopnest`),
@@ -29,7 +32,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar, cast
 
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import (
@@ -41,14 +44,17 @@ from infersim.dataflow import (
     traffic_of,
 )
 from infersim.dataflow.loopnest import PY, Mapping, problem_of, tile_operand_bytes
-from infersim.dataflow.loopnest.figures import (
+from infersim.dataflow.loopnest.figures import loop_nest_cycles
+from infersim.dataflow.loopnest.waves import (
+    BOUNDS,
+    Backing,
+    Waves,
+    backing_of,
     feed_bytes_per_cycle,
     in_flight_cycles,
-    loop_nest_cycles,
-    wave_rates,
-    wave_split,
-    waves_cycles,
+    two_level_cycles,
 )
+from infersim.errors import InfersimError
 from infersim.simulator.engines import attention, roofline, store
 from infersim.simulator.results import Bound, OpCost
 from infersim.simulator.schedule import STANDALONE, Placement, tensors
@@ -155,8 +161,48 @@ def prefetch(ops: Sequence[OpBase], chip: Chip, dataflow: str = "best") -> None:
         search_many(todo, chip, dataflow)
         return
     cores_view, shared_view = level_views(chip)
-    search_many(todo, cores_view, dataflow)
-    traffic_many(todo, shared_view)
+    traffic_many(todo, shared_view)  # the DRAM level first: the cores' search times with it
+    backed: list[tuple[OpBase, Backing]] = []
+    for op in todo:
+        try:
+            backed.append((op, op_backing(op, chip)))  # type: ignore[arg-type]
+        except InfersimError:
+            continue  # cost raises it where the op is costed
+    search_many([op for op, _ in backed], cores_view, dataflow, [b for _, b in backed])
+
+
+def mapping_of(op: Gemm | Conv2d, chip: Chip, dataflow: str = "best") -> Mapping:
+    """The mapping both engines cost ``op`` with on ``chip`` (latency objective): on a chip
+    with a shared SRAM, the cores' mapping on its cores view (:func:`level_views`), searched
+    with the DRAM level behind it (:func:`op_backing`: its time is the two-level time); else
+    the chip's own.
+
+    Raises:
+        UnsupportedDtypeError: the array cannot compute the op's dtype.
+        InfersimError: as :func:`~infersim.dataflow.map_op`, or no tiling fits the shared
+            SRAM.
+    """
+    if chip.shared_sram is None:
+        return map_op(op, chip, dataflow=dataflow, objective="latency")
+    return map_op(op, level_views(chip)[0], dataflow=dataflow, objective="latency",
+                  backing=op_backing(op, chip))  # fmt: skip
+
+
+def op_backing(op: Gemm | Conv2d, chip: Chip) -> Backing:
+    """What the cores' search of ``op`` on the two-level ``chip`` needs of the level behind
+    them (:func:`~infersim.dataflow.loopnest.waves.backing_of`): the DRAM traffic of the
+    shared-SRAM level's tiling (:func:`~infersim.dataflow.traffic_of` on its view of
+    :func:`level_views`), the chip's DRAM rates, and the op's weight conversion.
+
+    Raises:
+        InfersimError: no tiling of ``op`` fits the shared SRAM.
+    """
+    outer = traffic_of(op, level_views(chip)[1])
+    return backing_of(
+        chip, sum(a.total_bytes for a in outer.values()),
+        sum(a.writes_bytes for a in outer.values()),
+        op.dequant_flops_per_weight if isinstance(op, Gemm) else 0.0,
+    )  # fmt: skip
 
 
 T = TypeVar("T")
@@ -287,43 +333,46 @@ def mapping_seconds(op: OpBase, view: Chip, mapping: Mapping) -> float:
 
 
 def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
+    vector_s = overlapped_vector_s(op, chip)
     if chip.shared_sram is None:
-        mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
+        mapping = mapping_of(op, chip, dataflow)
         dram_bytes, dram_s = mapping.dram_bytes, 0.0
         map_s = mapping_seconds(op, chip, mapping)
         energy_pj = energy(mapping, chip).total_pj
-    else:
-        cores_view, shared_view = level_views(chip)
-        mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
-        dram_bytes = sum(a.total_bytes for a in traffic_of(op, shared_view).values())
+        bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", vector_s,
+                                        mapping.kernels)  # fmt: skip
+        compute_s = (mapping.compute_cycles / chip.freq_hz + map_s
+                     - loop_nest_cycles(chip, mapping.total_cycles, mapping.kernels)
+                     / chip.freq_hz)  # fmt: skip
+    else:  # the cores' mapping timed with the DRAM level: its own time is the two-level time
+        cores_view, _ = level_views(chip)
+        mapping = mapping_of(op, chip, dataflow)
+        assert mapping.levels is not None
+        dram_bytes = op_backing(op, chip).dram_bytes
         dram_s = dram_level_s(op, chip, mapping, dram_bytes)
-        map_s = mapping_seconds(op, cores_view, mapping)
         energy_pj = (energy(mapping, cores_view).total_pj
                      + dram_bytes * chip.energy.dram_pj_per_byte)
-    vector_s = overlapped_vector_s(op, chip)
+        bound, both_s = cast(Bound, mapping.bound), two_level_s(cores_view, mapping)
+        if vector_s > both_s:
+            bound, both_s = "vector", vector_s
+        time_s = both_s + mapping.kernels * chip.kernel_overhead_s
+        # the array's cycles and the cores' conversion of the weights they feed it
+        efficiency = cores_view.calibration.compute(mapping.mac_class)
+        converting = mapping.levels.busy_cycles - mapping.compute_cycles / efficiency
+        compute_s = (mapping.compute_cycles + converting) / chip.freq_hz
     vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
         if isinstance(op, Gemm) else op.vector_flops
     view = chip if chip.shared_sram is None else level_views(chip)[0]
     if isinstance(op, Gemm) and on_lanes(op, view, mapping):  # FMAs on the lanes
         energy_pj -= energy(mapping, view).mac_pj
         vector_flops += 2.0 * op.macs
-    if chip.shared_sram is None:
-        bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", vector_s,
-                                        mapping.kernels)  # fmt: skip
-    else:
-        bound, both_s = two_level_s(op, chip, cores_view, mapping, dram_bytes)
-        if vector_s > both_s:
-            bound, both_s = "vector", vector_s
-        time_s = both_s + mapping.kernels * chip.kernel_overhead_s
     return OpCost(
         name=op.name,
         kind=op.kind,
         count=op.count,
         flops=op.flops,
         dram_bytes=dram_bytes,
-        compute_s=max(mapping.compute_cycles / chip.freq_hz + map_s
-                      - loop_nest_cycles(chip, mapping.total_cycles, mapping.kernels)
-                      / chip.freq_hz, vector_s),
+        compute_s=max(compute_s, vector_s),
         memory_s=max(dram_s, mapping.dram_cycles / chip.freq_hz),
         time_s=time_s,
         bound=bound,
@@ -355,74 +404,12 @@ def dram_level_s(op: OpBase, chip: Chip, mapping: Mapping, dram_bytes: float) ->
     return float(cycles) / chip.freq_hz + chip.dram.latency_s
 
 
-class Waves(NamedTuple):
-    """What the time of a two-level chip's op needs of its cores' mapping (:func:`waves_of`),
-    in cycles of the chip's clock and bytes."""
-
-    busy_cycles: float
-    """Compute cycles over all waves (calibrated, :func:`busy_factor` applied)."""
-    waves: float
-    per_wave: float
-    """Share of the work items in one full wave."""
-    last_share: float
-    """Share of the work items in the last wave."""
-    first_cycles: float
-    last_cycles: float
-    sram_bytes: float
-    """What the cores load from and store to the shared SRAM."""
-    sram_full: float
-    sram_tail: float
-    """Bytes per cycle the shared SRAM feeds a full and the last wave."""
-    dram_full: float
-    dram_tail: float
-    """Bytes per cycle DRAM feeds a full and the last wave (:func:`dram_level_s`)."""
-
-
-def waves_of(op: OpBase, chip: Chip, view: Chip, mapping: Mapping) -> Waves:
-    """The :class:`Waves` of the cores' ``mapping`` of ``op`` on the cores ``view`` of the
-    two-level ``chip``."""
-    prob = problem_of(op)
-    load = sum(tile_operand_bytes(prob, name, mapping.sram_tile) for name in ("input", "weight"))
-    items = mapping.iterations
-    busy = (mapping.compute_cycles / view.calibration.compute(prob.mac_class)
-            * busy_factor(op, view, mapping))  # fmt: skip
-    waves, per_wave, last_share = wave_split(view, items, PY)
-    return Waves(busy, waves, per_wave, last_share, mapping.first_load_cycles,
-                 mapping.last_store_cycles, mapping.dram_bytes,
-                 *wave_rates(view, 2.0 * load, items, PY),
-                 *wave_rates(chip, 2.0 * load, items, PY))  # fmt: skip
-
-
-def waves_time(w: Waves, dram_bytes: float, chip: Chip) -> tuple[Bound, float]:
-    """(bound, seconds) of a two-level chip's op whose cores run the waves ``w`` and whose
-    DRAM moves ``dram_bytes``: each wave takes the larger of its compute and each level's
-    transfer of its share of the bytes; plus the first load, the last store and one DRAM
-    access latency; no kernel overhead."""
-    sram = (w.sram_bytes, w.sram_full, w.sram_tail)
-    dram = (dram_bytes, w.dram_full, w.dram_tail)
-    piped = waves_cycles(w.busy_cycles, [sram, dram], w.waves, w.per_wave, w.last_share, PY)
-    rest = max(piped - w.first_cycles - w.last_cycles, 0.0)
-    cycles = w.first_cycles + max(w.busy_cycles, rest) + w.last_cycles
-    seconds = cycles / chip.freq_hz + chip.dram.latency_s
-    if w.busy_cycles >= rest:
-        return "compute", seconds
-    moves = [nbytes * ((w.waves - 1.0) * w.per_wave / full + w.last_share / tail)
-             for nbytes, full, tail in (sram, dram)]  # fmt: skip
-    return ("sram" if moves[0] > moves[1] else "memory"), seconds
-
-
-def two_level_s(
-    op: OpBase, chip: Chip, view: Chip, mapping: Mapping, dram_bytes: float
-) -> tuple[Bound, float]:
-    """(bound, seconds) of a two-level chip's op: the cores' ``mapping`` (mapped on the cores
-    ``view``, fed by the shared SRAM) with the DRAM level in the same waves
-    (:func:`waves_time`). Each wave of work items takes the larger of its compute
-    (dequantization included) and each level's transfer of its share of the bytes: the shared
-    SRAM's of the mapping's, and DRAM's of ``dram_bytes`` (the shared-SRAM level's traffic),
-    drawn as :func:`dram_level_s` draws it. A memory-bound op's partial last wave runs at its
-    compute once the full waves have drawn their DRAM bytes, where taking the levels as
-    independent maxima would overlap it with them."""
-    return waves_time(waves_of(op, chip, view, mapping), dram_bytes, chip)
+def two_level_s(view: Chip, mapping: Mapping) -> float:
+    """Seconds of a two-level chip's op whose cores' ``mapping`` was made on the cores
+    ``view`` with the op's :func:`op_backing`: its time
+    (:func:`~infersim.dataflow.loopnest.waves.two_level_cycles`) less the launches of its
+    kernels beyond the first, which the engines add with the first's."""
+    return loop_nest_cycles(view, mapping.total_cycles, mapping.kernels) / view.freq_hz
 
 
 def _bound_and_time(
@@ -431,7 +418,7 @@ def _bound_and_time(
     """(bound, seconds) of a mapped op on a chip without a shared SRAM: its mapping
     (``map_s``, bound by compute or, when ``fed_bound``, by DRAM) or its vector work, plus the
     per-kernel overhead of each of its ``kernels`` (they run one after another: no level's time
-    hides a launch). A two-level chip's op is timed by :func:`waves_time`."""
+    hides a launch). A two-level chip's op is timed by its mapping (:func:`two_level_s`)."""
     terms: dict[Bound, float] = {"memory" if fed_bound else "compute": map_s, "vector": vector_s}
     bound: Bound = max(terms, key=terms.__getitem__)
     return bound, terms[bound] + kernels * chip.kernel_overhead_s
@@ -510,7 +497,8 @@ class Retime:
     kernels: int = 1
     """Kernels the cores' mapping launches (:attr:`Mapping.kernels`)."""
     waves: tuple[float, ...] = ()
-    """On a two-level chip, the fields of the cores' :class:`Waves`."""
+    """On a two-level chip, the fields of the cores' mapping's
+    :class:`~infersim.dataflow.loopnest.waves.Waves` (its ``levels``)."""
 
 
 _RETIMES: OrderedDict[tuple[Any, ...], Retime] = OrderedDict()
@@ -525,7 +513,7 @@ def retime_inputs(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
 def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
     shared = chip.shared_sram is not None
     view, outer_view = level_views(chip) if shared else (chip, chip)
-    mapping = map_op(op, view, dataflow=dataflow, objective="latency")
+    mapping = mapping_of(op, chip, dataflow)
     # the DRAM level: the chip's own mapping, or the shared-SRAM level's on a two-level chip
     traffic = traffic_of(op, outer_view) if shared else mapping.traffic["dram"]
     prob = problem_of(op)
@@ -543,7 +531,7 @@ def _retime_of(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> Retime:
         input_reads=traffic["input"].reads_bytes,
         output_writes=traffic["output"].writes_bytes, weight_reads=traffic["weight"].reads_bytes,
         kernels=mapping.kernels,
-        waves=tuple(waves_of(op, chip, view, mapping)) if shared else (),
+        waves=tuple(mapping.levels) if mapping.levels is not None else (),
     )  # fmt: skip
 
 
@@ -560,7 +548,11 @@ def _scheduled_mapping(
         per_s = dram_bandwidth(chip, r.cores_used)
         hidden = min(place.prefetch_s, r.weight_reads / per_s)
         moved = max(dram_bytes - hidden * per_s, 0.0)
-        bound, both_s = waves_time(Waves(*r.waves), moved, chip)
+        writes = max(r.output_writes - kept_out, 0.0)  # the schedule hides reads only
+        cycles, code = two_level_cycles(Waves(*r.waves), moved, min(writes, moved),
+                                        chip.dram.latency_s * chip.freq_hz, PY)  # fmt: skip
+        bound: Bound = cast(Bound, BOUNDS[round(code)])
+        both_s = cycles / freq
         if vector_s > both_s:
             bound, both_s = "vector", vector_s
         time_s = both_s + r.kernels * chip.kernel_overhead_s

@@ -1,8 +1,10 @@
 """The event engine: a GEMM or convolution executed tile by tile on SimPy, contention included.
 
 The op is mapped exactly as the analytic engine maps it (:func:`infersim.dataflow.map_op`,
-latency objective; on a chip with a shared SRAM, the cores' mapping against the L2 and the
-L2-level mapping against DRAM, see :func:`infersim.simulator.engines.analytic.level_views`). The
+latency objective; on a chip with a shared SRAM, the cores' mapping against the L2, searched
+with the DRAM level behind it, and the L2-level mapping against DRAM, see
+:func:`infersim.simulator.engines.analytic.level_views` and
+:func:`~infersim.simulator.engines.analytic.op_backing`). The
 mapping is then unrolled into each core's sequence of SRAM tiles (:mod:`.plan`: tiles
 dealt to the cores in waves, so a last partial wave shows) and run by SimPy processes
 (:mod:`.processes`: double-buffered DMA-in, one compute process per core group, DMA-out,
@@ -30,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow import map_op, traffic_of
+from infersim.dataflow import traffic_of
 from infersim.dataflow.loopnest import PY, Access, Mapping, problem_of
 from infersim.dataflow.loopnest.figures import feed_bytes_per_cycle
 from infersim.simulator.engines import analytic
@@ -129,13 +131,11 @@ def _simulate(op: OpBase, chip: Chip, dataflow: str, max_blocks: int,
         prefetched = place.prefetch_s * chip.dram.bandwidth_bytes_per_s * \
             chip.calibration.dram_bandwidth_efficiency
         kept = Kept(place.input_on_chip, place.output_on_chip, prefetched)
+    mapping = analytic.mapping_of(op, chip, dataflow)  # the analytic engine's pick
     if chip.shared_sram is None:
-        mapping = map_op(op, chip, dataflow=dataflow, objective="latency")
         res = _run_mapping(op, chip, mapping, max_blocks, kept=kept)
     else:
-        cores_view, shared_view = analytic.level_views(chip)
-        mapping = map_op(op, cores_view, dataflow=dataflow, objective="latency")
-        outer = traffic_of(op, shared_view)
+        outer = traffic_of(op, analytic.level_views(chip)[1])
         res = _run_mapping(op, chip, mapping, max_blocks, outer, kept)
     freq = chip.freq_hz
     vector_s = analytic.overlapped_vector_s(op, chip)

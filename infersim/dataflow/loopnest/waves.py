@@ -1,0 +1,365 @@
+"""The work items of a mapping dealt to the cores in waves, and what feeds them: the rates of
+the level feeding the cores in a full and in the last wave, the waves pipelined with their
+transfers, and the time of a chip whose cores are fed by a shared SRAM in front of DRAM (a
+GPU's L2, a TPU's CMEM: :func:`two_level_cycles`).
+
+A two-level chip's cores are mapped against the shared SRAM (its cores view, see
+:func:`~infersim.simulator.engines.analytic.level_views`); what DRAM moves behind it is a
+figure of the op (the shared-SRAM level's own tiling), not of the cores' tiling. A
+:class:`Backing` carries that figure and the DRAM's rates into the cores' search, so that the
+mapper prices every candidate with the time the engines give it.
+
+Written once against a math namespace ``xp`` (see :mod:`infersim.dataflow.loopnest.numerics`):
+arrays of candidate tilings or floats of one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from infersim.arch_models.chip import Chip
+from infersim.dataflow.loopnest.numerics import MathNamespace
+
+BOUNDS: tuple[str, ...] = ("compute", "sram", "memory")
+"""What a mapping's time is bound by, by the code of the ``bound`` figure: the cores' compute,
+the shared SRAM feeding them (a two-level chip), or the level below (DRAM; on a one-level view,
+whatever feeds the cores)."""
+
+
+def per_cycle_of(chip: Chip) -> float:
+    """Achievable bytes per cycle of ``chip``'s DRAM (the level feeding its cores): its
+    bandwidth times the calibrated efficiency, over the clock."""
+    return (
+        chip.dram.bandwidth_bytes_per_s * chip.calibration.dram_bandwidth_efficiency / chip.freq_hz
+    )
+
+
+def fill_latency_cycles(chip: Chip) -> float:
+    """Cycles a core's load from the level feeding it waits (``sram.fill_latency_s``, else the
+    DRAM latency)."""
+    latency = chip.sram.fill_latency_s
+    return (chip.dram.latency_s if latency is None else latency) * chip.freq_hz
+
+
+def feed_of(per_cycle: Any, port: float | None, cores_used: Any, xp: MathNamespace) -> Any:
+    """Bytes per cycle a feed of ``per_cycle`` delivers to ``cores_used`` cores of ``port``
+    bytes per cycle each (None: no port limit)."""
+    return per_cycle if port is None else xp.minimum(per_cycle, cores_used * port)
+
+
+def feed_bytes_per_cycle(chip: Chip, cores_used: Any, xp: MathNamespace) -> Any:
+    """Bytes per cycle the level feeding the cores delivers to ``cores_used`` busy cores:
+    its achievable bandwidth, at most ``cores_used`` x each core's ``sram.fill_bytes_per_cycle``
+    (the cores' ports)."""
+    return feed_of(per_cycle_of(chip), chip.sram.fill_bytes_per_cycle, cores_used, xp)
+
+
+def _rates(
+    chip: Chip, per_cycle: float, latency_cycles: float, in_flight: Any, iterations: Any,
+    xp: MathNamespace,
+) -> tuple[Any, Any]:
+    """:func:`wave_rates` of a feed of ``per_cycle`` bytes per cycle and ``latency_cycles``
+    (``chip``'s cores and ports)."""
+    cores, port = chip.cores, chip.sram.fill_bytes_per_cycle
+    per_core = in_flight / latency_cycles if latency_cycles > 0 else None
+    if cores == 1:
+        rate = feed_of(per_cycle, port, 1.0, xp)
+        rate = rate if per_core is None else xp.minimum(rate, per_core)
+        return rate, rate
+    waves = xp.ceil_div(iterations, cores)
+    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
+    full = feed_of(per_cycle, port, float(cores), xp)
+    tail = feed_of(per_cycle, port, last, xp)
+    if per_core is None:
+        return full, tail
+    return xp.minimum(full, cores * per_core), xp.minimum(tail, last * per_core)
+
+
+def wave_rates(chip: Chip, in_flight: Any, iterations: Any, xp: MathNamespace) -> tuple[Any, Any]:
+    """Bytes per cycle the level feeding the cores delivers in a full wave of ``iterations``
+    work items dealt to ``chip``'s cores, and in the last (maybe partial) wave.
+
+    The feed delivers :func:`feed_bytes_per_cycle` to the cores busy in a wave, and by Little's
+    law each busy core draws at most ``in_flight`` bytes (its double-buffered tiles' loads)
+    per fill latency (``sram.fill_latency_s``, else the DRAM latency; none without one)."""
+    return _rates(chip, per_cycle_of(chip), fill_latency_cycles(chip), in_flight, iterations, xp)
+
+
+def wave_split(chip: Chip, iterations: Any, xp: MathNamespace) -> tuple[Any, Any, Any]:
+    """(waves, share of the work items in one full wave, share in the last wave) of
+    ``iterations`` items dealt to ``chip``'s cores."""
+    cores = chip.cores
+    if cores == 1:
+        return 1.0, 1.0, 1.0
+    waves = xp.ceil_div(iterations, cores)
+    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
+    return waves, xp.minimum(float(cores), iterations) / iterations, last / iterations
+
+
+def in_flight_cycles(chip: Chip, nbytes: Any, in_flight: Any, iterations: Any,
+                     xp: MathNamespace) -> Any:
+    """Cycles the level feeding the cores takes to move ``nbytes`` for ``iterations`` work
+    items dealt to ``chip``'s cores in waves, at the rates of :func:`wave_rates`: the full
+    waves their share of the bytes at the full rate, the last wave its share at its own."""
+    full, tail = wave_rates(chip, in_flight, iterations, xp)
+    waves, per_wave, last = wave_split(chip, iterations, xp)
+    return nbytes * ((waves - 1.0) * per_wave / full + last / tail)
+
+
+def waves_cycles(busy: Any, transfers: list[tuple[Any, Any, Any]], waves: Any, per_wave: Any,
+                 last: Any, xp: MathNamespace) -> Any:
+    """Cycles of the waves of a mapping pipelined wave by wave: each wave takes the larger of
+    its compute (``busy`` over the waves) and each level's transfer of its share of the bytes
+    (``transfers``: bytes, full-wave rate, last-wave rate per level); the full waves share
+    ``per_wave`` of the items each, the last ``last``. Equal to max(compute, transfers) when
+    every wave is full; a memory-bound op's partial last wave may be compute-bound alone."""
+    c = busy / waves
+    t_full: Any = 0.0
+    t_last: Any = 0.0
+    for nbytes, full, tail in transfers:
+        t_full = xp.maximum(t_full, nbytes * per_wave / full)
+        t_last = xp.maximum(t_last, nbytes * last / tail)
+    return (waves - 1.0) * xp.maximum(c, t_full) + xp.maximum(c, t_last)
+
+
+@dataclass(frozen=True)
+class Backing:
+    """The level behind the one that feeds a two-level chip's cores (DRAM behind the shared
+    SRAM), as one op's mapping on the cores view needs it: what the op moves there, and the
+    DRAM's rates, in cycles of the chip clock. Build it with :func:`backing_of`.
+
+    A stacked search (:func:`~infersim.dataflow.loopnest.problem.stacked`) holds the op fields
+    as arrays over its candidates, as a stacked :class:`~.problem.Problem` holds its own."""
+
+    dram_bytes: float
+    """Bytes the op moves between DRAM and the shared SRAM (the shared-SRAM level's tiling)."""
+    dram_writes_bytes: float
+    """Of ``dram_bytes``, those written to DRAM."""
+    dequant_cycles_per_weight: float
+    """Vector cycles one core spends converting one weight element it feeds the array (a
+    weight-only quantized op; 0 otherwise)."""
+    dram_bytes_per_cycle: float
+    """The DRAM's achievable bytes per cycle (:func:`per_cycle_of` the whole chip)."""
+    fill_latency_cycles: float
+    """Cycles a core's load waits behind the shared SRAM (:func:`fill_latency_cycles` of the
+    whole chip): what bounds the DRAM bytes its tiles keep in flight."""
+    dram_latency_cycles: float
+    """One DRAM access latency."""
+
+    def __post_init__(self) -> None:
+        for name in ("dram_bytes", "dram_writes_bytes", "dequant_cycles_per_weight",
+                     "fill_latency_cycles", "dram_latency_cycles"):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, float | int) and not value >= 0:
+                raise ValueError(f"{name}(={value}) must be >= 0")
+        if not self.dram_bytes_per_cycle > 0:
+            raise ValueError(f"dram_bytes_per_cycle(={self.dram_bytes_per_cycle}) must be > 0")
+
+    def at(self, idx: Any) -> Backing:
+        """The backing of the candidates ``idx`` of a stacked search (itself otherwise)."""
+        if not isinstance(self.dram_bytes, np.ndarray):
+            return self
+        return Backing(self.dram_bytes[idx], self.dram_writes_bytes[idx],  # type: ignore[index]
+                       self.dequant_cycles_per_weight[idx],  # type: ignore[index]
+                       self.dram_bytes_per_cycle, self.fill_latency_cycles,
+                       self.dram_latency_cycles)  # fmt: skip
+
+
+def backing_of(chip: Chip, dram_bytes: float, dram_writes_bytes: float,
+               dequant_flops_per_weight: float = 0.0) -> Backing:
+    """The :class:`Backing` of an op that moves ``dram_bytes`` (``dram_writes_bytes`` of them
+    written) between ``chip``'s DRAM and its shared SRAM, and spends
+    ``dequant_flops_per_weight`` vector FLOPs on each weight element it feeds the array."""
+    per_cycle = (chip.vector.lanes * chip.vector.flops_per_lane_per_cycle
+                 * chip.calibration.vector_efficiency)  # fmt: skip
+    return Backing(
+        dram_bytes=dram_bytes, dram_writes_bytes=dram_writes_bytes,
+        dequant_cycles_per_weight=dequant_flops_per_weight / per_cycle,
+        dram_bytes_per_cycle=per_cycle_of(chip), fill_latency_cycles=fill_latency_cycles(chip),
+        dram_latency_cycles=chip.dram.latency_s * chip.freq_hz,
+    )  # fmt: skip
+
+
+def stacked_backing(backings: list[Backing], sizes: list[int]) -> Backing:
+    """One :class:`Backing` of the candidates of several ops' searches (``sizes[i]`` of the
+    ``i``-th, one after another) on one chip: the op fields as arrays over those candidates.
+
+    Raises:
+        ValueError: backings of different chips (their DRAM rates differ).
+    """
+    first = backings[0]
+    rates = {(b.dram_bytes_per_cycle, b.fill_latency_cycles, b.dram_latency_cycles)
+             for b in backings}  # fmt: skip
+    if len(rates) != 1:
+        raise ValueError(f"stacked backings must share their DRAM rates: got {rates}")
+
+    def column(values: list[float]) -> Any:
+        return np.repeat(np.array(values, dtype=np.float64), sizes)
+
+    return Backing(
+        dram_bytes=column([b.dram_bytes for b in backings]),
+        dram_writes_bytes=column([b.dram_writes_bytes for b in backings]),
+        dequant_cycles_per_weight=column([b.dequant_cycles_per_weight for b in backings]),
+        dram_bytes_per_cycle=first.dram_bytes_per_cycle,
+        fill_latency_cycles=first.fill_latency_cycles,
+        dram_latency_cycles=first.dram_latency_cycles,
+    )
+
+
+class Waves(NamedTuple):
+    """What the time of a two-level chip's op needs of its cores' mapping on the cores view,
+    in cycles of the chip's clock and bytes (floats of one mapping, or arrays of candidates)."""
+
+    busy_cycles: Any
+    """Compute cycles over all waves (calibrated, dequantization included)."""
+    waves: Any
+    per_wave: Any
+    """Share of the work items in one full wave."""
+    last_share: Any
+    """Share of the work items in the last wave."""
+    first_cycles: Any
+    last_cycles: Any
+    """The first tiles' load and the last tiles' store at the shared SRAM's rate."""
+    sram_bytes: Any
+    """What the cores load from and store to the shared SRAM."""
+    sram_full: Any
+    sram_tail: Any
+    """Bytes per cycle the shared SRAM feeds a full and the last wave."""
+    dram_full: Any
+    dram_tail: Any
+    """Bytes per cycle DRAM feeds a full and the last wave (the whole chip's rates, its
+    cores' in-flight loads against the DRAM latency)."""
+    sram_writes: Any
+    """Of ``sram_bytes``, what the cores store."""
+    first_bytes: Any
+    """What the first wave's cores load for their first tiles."""
+    last_bytes: Any
+    """What the last wave's cores store after their last tiles."""
+    sram_full_bw: Any
+    sram_tail_bw: Any
+    dram_full_bw: Any
+    dram_tail_bw: Any
+    """The four rates above at the levels' bandwidths alone (no latency bound on what a core
+    keeps in flight: what its first tiles' loads, issued at once, draw)."""
+    tile_cycles: Any
+    """Compute cycles of one SRAM tile (the mean: calibrated, dequantization included)."""
+    tile_folds: Any
+    """Array folds of one SRAM tile (the mean)."""
+
+
+class CoresFigures(NamedTuple):
+    """What :func:`waves_of` reads of a mapping on the cores view (floats, or arrays of
+    candidates)."""
+
+    busy_cycles: Any
+    """Compute cycles over all waves (calibrated, dequantization included)."""
+    iterations: Any
+    """Work items dealt to the cores."""
+    cores_used: Any
+    first_cycles: Any
+    last_cycles: Any
+    """The first tiles' load and the last tiles' store at the shared SRAM's rate."""
+    sram_bytes: Any
+    sram_writes: Any
+    """Bytes the cores move to and from the shared SRAM, and of those what they store."""
+    load_bytes: Any
+    store_bytes: Any
+    """One SRAM tile's input and weight bytes, and its output bytes."""
+    tiles: Any
+    folds: Any
+    """SRAM tiles, and array folds over all of them."""
+
+
+def waves_of(view: Chip, backing: Backing, c: CoresFigures, xp: MathNamespace) -> Waves:
+    """The :class:`Waves` of a mapping of figures ``c`` on the cores ``view`` of a two-level
+    chip whose DRAM is ``backing``. A busy core keeps its double-buffered tiles' loads in
+    flight (the rates of :func:`wave_rates`), or, issuing its first tiles' loads at once,
+    draws at the levels' bandwidths alone."""
+    items = c.iterations
+    waves, per_wave, share = wave_split(view, items, xp)
+    in_flight = 2.0 * c.load_bytes
+    per_cycle, latency = backing.dram_bytes_per_cycle, backing.fill_latency_cycles
+    return Waves(
+        c.busy_cycles, waves, per_wave, share, c.first_cycles, c.last_cycles, c.sram_bytes,
+        *wave_rates(view, in_flight, items, xp), *_rates(view, per_cycle, latency, in_flight,
+                                                         items, xp),
+        c.sram_writes, c.cores_used * c.load_bytes, share * items * c.store_bytes,
+        *_rates(view, per_cycle_of(view), 0.0, in_flight, items, xp),
+        *_rates(view, per_cycle, 0.0, in_flight, items, xp),
+        c.busy_cycles / (waves * c.tiles / items), c.folds / c.tiles,
+    )  # fmt: skip
+
+
+def _share(part: Any, whole: Any, xp: MathNamespace) -> Any:
+    """``part`` / ``whole``, 0 where ``whole`` is not positive."""
+    some = whole > 0
+    return xp.where(some, part / xp.where(some, whole, 1.0), 0.0)
+
+
+def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_cycles: float,
+                     xp: MathNamespace) -> tuple[Any, Any]:
+    """(cycles, the code in :data:`BOUNDS` of what binds) of a two-level chip's op whose cores
+    run the waves ``w`` and whose DRAM moves ``dram_bytes`` (``dram_writes_bytes`` of them
+    written; one access latency of ``latency_cycles``); no kernel launch. The largest of three
+    paths, plus the one latency the cores and the shared SRAM wait for the first data:
+
+    - the array's: it streams the first tile fold by fold (it starts on the first fold's data
+      and ends one fold after the tile's last byte), computes, and the last store follows;
+    - each level's (the shared SRAM's, DRAM's), the longer of two:
+
+      - its waves pipelined with the compute, each taking the larger of its compute and the
+        level's transfer of its share of the bytes (:func:`waves_cycles`). A core keeps its
+        double-buffered loads in flight, one window per latency; its first window is the
+        latency the op waits once, so the window-bound draw counts the rest (the first data
+        is not counted twice: a tiny op's time is its latency and its data at the
+        bandwidth);
+      - the first load, the level's own transfer of the bytes between the first load and
+        the last store at its bandwidth, and the last store. The shared SRAM passes data
+        through, so the first load waits for its share of the DRAM reads as well as for the
+        shared SRAM's port (the larger of the two), and the last store ends when both its
+        store to the shared SRAM and its share of the DRAM writes have left;
+
+      DRAM's path starts at once (its channels stream from the first request on), and the
+      latency of its last reads overlaps the write-back of the earlier waves' outputs, as
+      far as those last. Stores drain at a level's bandwidth: the window a core keeps in
+      flight bounds its loads, not its writes.
+
+    Every path grows as either level's bandwidth falls: a level's wait on the other level's
+    first load or last store adds to its own transfers between them, never to its wave
+    pipeline, where compute or the latency-bound draw may hide the first load and the last
+    store (added there, it made a faster level slow some ops down)."""
+    latency = latency_cycles
+    read_share = _share(dram_bytes - dram_writes_bytes, w.sram_bytes - w.sram_writes, xp)
+    write_share = _share(dram_writes_bytes, w.sram_writes, xp)
+    dram_first_bytes = w.first_bytes * read_share
+    first_dram = dram_first_bytes / xp.where(w.waves > 1.0, w.dram_full_bw, w.dram_tail_bw)
+    last_writes = w.last_bytes * write_share
+    first = xp.maximum(w.first_cycles, first_dram)
+    last = xp.maximum(w.last_cycles, last_writes / w.dram_tail_bw)
+    at = (w.waves, w.per_wave, w.last_share, xp)
+
+    def path(nbytes: Any, first_bytes: Any, last_bytes: Any, full: Any, tail: Any,
+             full_bw: Any, tail_bw: Any) -> Any:
+        """One level's path (see above), its bytes at the rates ``full``, ``tail`` (in
+        flight) and ``full_bw``, ``tail_bw`` (the bandwidth alone)."""
+        piped = xp.maximum(waves_cycles(w.busy_cycles, [(nbytes, full_bw, tail_bw)], *at),
+                           waves_cycles(w.busy_cycles, [(nbytes, full, tail)], *at) - latency)
+        between = (waves_cycles(0.0, [(nbytes, full_bw, tail_bw)], *at) - last_bytes / tail_bw
+                   - first_bytes / xp.where(w.waves > 1.0, full_bw, tail_bw))  # fmt: skip
+        return xp.maximum(piped, first + xp.maximum(between, 0.0) + last)
+
+    folds = xp.maximum(w.tile_folds, 1.0)
+    streamed = xp.maximum(first / folds, first - w.tile_cycles * (folds - 1.0) / folds)
+    array = streamed + w.busy_cycles + last
+    sram = path(w.sram_bytes, w.first_bytes, w.last_bytes, w.sram_full, w.sram_tail,
+                w.sram_full_bw, w.sram_tail_bw)  # fmt: skip
+    hidden = xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0)
+                        / w.dram_full_bw)  # fmt: skip
+    dram = path(dram_bytes, dram_first_bytes, last_writes, w.dram_full, w.dram_tail,
+                w.dram_full_bw, w.dram_tail_bw) - hidden  # fmt: skip
+    cycles = xp.maximum(xp.maximum(array, sram), dram) + latency
+    code = xp.where((array >= sram) & (array >= dram), 0.0, xp.where(sram >= dram, 1.0, 2.0))
+    return cycles, code
