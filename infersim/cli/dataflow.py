@@ -149,7 +149,7 @@ def map_command(
     from infersim.dataflow.energy import energy
     from infersim.dataflow.loopnest import LEVELS
     from infersim.dataflow.mapper import map_op
-    from infersim.simulator.engines.analytic import level_views
+    from infersim.simulator.engines.analytic import level_views, op_backing
 
     with user_errors():
         if engine not in ENGINES:
@@ -158,9 +158,13 @@ def map_command(
         if batch < 1:
             raise InfersimError(f"--batch {batch}: must be >= 1")
         op = _op(gemm, conv, dtype, batch)
-        # a chip with a shared SRAM (a GPU's L2) maps its cores against it, as simulate does
-        view = level_views(the_chip)[0] if the_chip.shared_sram is not None else the_chip
-        found = map_op(op, view, dataflow, objective, top_k)  # type: ignore[call-overload]
+        # a chip with a shared SRAM (a GPU's L2) maps its cores against it with the DRAM level
+        # behind it, as simulate does
+        view, backing = the_chip, None
+        if the_chip.shared_sram is not None:
+            view, backing = level_views(the_chip)[0], op_backing(op, the_chip)  # type: ignore[arg-type]
+        found = map_op(op, view, dataflow, objective, top_k,  # type: ignore[call-overload]
+                       backing=backing)
         mappings = found if isinstance(found, list) else [found]
         docs = [mapping_document(m, the_chip.name, energy(m, view).to_dict())
                 for m in mappings]

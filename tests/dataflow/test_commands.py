@@ -58,3 +58,23 @@ def test_bad_input_exits_2(args):
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("chip", ["a100-sxm-80gb", "h100-sxm"])
+def test_map_on_a_gpu_shows_the_mapping_simulate_costs(chip: str) -> None:
+    """On a two-level chip `infersim map` searches the cores with the DRAM level behind them, as
+    the engines do: the same tiling, and its time is the op's time less the kernel launch (a100
+    64x4096x28672 picks 448 CTAs with DRAM seen, 224 without)."""
+    from infersim.arch_models import load_chip
+    from infersim.simulator.engines import analytic
+    from infersim.workloads.ops import Gemm
+
+    result = runner.invoke(app, ["map", "--chip", chip, "--gemm", "64,4096,28672", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    the_chip = load_chip(chip)
+    mapping = analytic.mapping_of(Gemm(m=64, k=4096, n=28672), the_chip, "best")
+    assert doc["sram_tile"] == mapping.sram_tile and doc["dataflow"] == mapping.dataflow
+    op_s = doc["op"]["time_s"]
+    assert doc["time_s"] == pytest.approx(op_s - mapping.kernels * the_chip.kernel_overhead_s,
+                                          rel=1e-9)
