@@ -49,6 +49,7 @@ from infersim.dataflow.loopnest.waves import (
     feed_bytes_per_cycle,
     feed_of,
     two_level_cycles,
+    vector_per_cycle,
     wave_rates,
     wave_split,
     waves_cycles,
@@ -182,9 +183,7 @@ def lanes_cycles(prob: Problem, chip: Chip, converting: Any, cores_used: Any) ->
     can run the MACs (``Template.vector_macs``, a GPU's CUDA cores running a decode GEMV)
     takes where that beats the array (see
     :func:`infersim.simulator.engines.analytic.busy_factor`, the same rule on one mapping)."""
-    per_cycle = (chip.vector.lanes * chip.vector.flops_per_lane_per_cycle
-                 * chip.calibration.vector_efficiency)  # fmt: skip
-    return (2.0 * prob.macs / per_cycle + converting) / cores_used
+    return (2.0 * prob.macs / vector_per_cycle(chip) + converting) / cores_used
 
 
 def peak_bound_cycles(prob: Problem, chip: Chip, rate: float) -> Any:

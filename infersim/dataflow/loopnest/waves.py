@@ -168,16 +168,20 @@ class Backing:
                        self.dram_latency_cycles)  # fmt: skip
 
 
+def vector_per_cycle(chip: Chip) -> float:
+    """Vector FLOPs one core of ``chip`` computes per cycle, at the calibrated efficiency."""
+    return (chip.vector.lanes * chip.vector.flops_per_lane_per_cycle
+            * chip.calibration.vector_efficiency)  # fmt: skip
+
+
 def backing_of(chip: Chip, dram_bytes: float, dram_writes_bytes: float,
                dequant_flops_per_weight: float = 0.0) -> Backing:
     """The :class:`Backing` of an op that moves ``dram_bytes`` (``dram_writes_bytes`` of them
     written) between ``chip``'s DRAM and its shared SRAM, and spends
     ``dequant_flops_per_weight`` vector FLOPs on each weight element it feeds the array."""
-    per_cycle = (chip.vector.lanes * chip.vector.flops_per_lane_per_cycle
-                 * chip.calibration.vector_efficiency)  # fmt: skip
     return Backing(
         dram_bytes=dram_bytes, dram_writes_bytes=dram_writes_bytes,
-        dequant_cycles_per_weight=dequant_flops_per_weight / per_cycle,
+        dequant_cycles_per_weight=dequant_flops_per_weight / vector_per_cycle(chip),
         dram_bytes_per_cycle=per_cycle_of(chip), fill_latency_cycles=fill_latency_cycles(chip),
         dram_latency_cycles=chip.dram.latency_s * chip.freq_hz,
     )  # fmt: skip

@@ -53,6 +53,7 @@ from infersim.dataflow.loopnest.waves import (
     feed_bytes_per_cycle,
     in_flight_cycles,
     two_level_cycles,
+    vector_per_cycle,
 )
 from infersim.errors import InfersimError
 from infersim.simulator.engines import attention, roofline, store
@@ -230,12 +231,6 @@ def _remembered(
     return found
 
 
-def _vector_per_cycle(view: Chip) -> float:
-    """Vector FLOPs one core of ``view`` computes per cycle, at the calibrated efficiency."""
-    return (view.vector.lanes * view.vector.flops_per_lane_per_cycle
-            * view.calibration.vector_efficiency)  # fmt: skip
-
-
 def _array_cycles(op: OpBase, view: Chip, mapping: Mapping) -> float:
     """The array cycles ``mapping`` computes, summed over the cores it keeps busy (calibrated)."""
     return (float(mapping.compute_cycles) * max(mapping.cores_used, 1)
@@ -256,7 +251,7 @@ def dequant_ratio(op: OpBase, view: Chip, mapping: Mapping) -> float:
     if not isinstance(op, Gemm) or not op.dequant_flops_per_weight:
         return 0.0
     compute_cycles = _array_cycles(op, view, mapping)
-    dequant_cycles = dequant_flops(op, mapping) / _vector_per_cycle(view)  # on one core
+    dequant_cycles = dequant_flops(op, mapping) / vector_per_cycle(view)  # on one core
     return dequant_cycles / compute_cycles if compute_cycles > 0 else 0.0
 
 
@@ -286,7 +281,7 @@ def _lanes_factor(op: OpBase, view: Chip, mapping: Mapping) -> float | None:
     if array_cycles <= 0:
         return None
     lanes_flops = 2.0 * op.macs + dequant_flops(op, mapping)
-    return lanes_flops / _vector_per_cycle(view) / array_cycles
+    return lanes_flops / vector_per_cycle(view) / array_cycles
 
 
 def on_lanes(op: OpBase, view: Chip, mapping: Mapping) -> bool:
