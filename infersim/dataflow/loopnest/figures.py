@@ -48,10 +48,10 @@ from infersim.dataflow.loopnest.waves import (
     CoresFigures,
     feed_bytes_per_cycle,
     feed_of,
+    split_of,
     two_level_cycles,
     vector_per_cycle,
     wave_rates,
-    wave_split,
     waves_cycles,
     waves_of,
 )
@@ -295,7 +295,10 @@ def total_cycles_orders(
 def dequantizes(backing: Backing | None) -> bool:
     """Whether the op of ``backing`` converts weights on the cores (its time needs the weight
     elements each candidate feeds the array)."""
-    return backing is not None and bool(np.any(np.asarray(backing.dequant_cycles_per_weight) > 0))
+    if backing is None:
+        return False
+    cycles = backing.dequant_cycles_per_weight
+    return bool(np.any(cycles > 0)) if isinstance(cycles, np.ndarray) else cycles > 0
 
 
 def figures_of(
@@ -388,8 +391,9 @@ def _time(
     cores = chip.cores
     bound_cycles = peak_bound_cycles(prob, chip, rate)
     load = sram["input"] + sram["weight"]
+    split = split_of(chip, iterations, xp)
     if cores > 1:
-        waves = xp.ceil_div(iterations, cores)
+        waves = split.waves
         cores_used = xp.minimum(iterations, float(cores))
         per_cycle = feed_bytes_per_cycle(chip, cores_used, xp)
         dealt_cycles = cycles / iterations * waves * longest
@@ -400,8 +404,8 @@ def _time(
         per_cycle = feed_bytes_per_cycle(chip, 1.0, xp)
         dealt_cycles, first, last = cycles, load / per_cycle, sram["output"] / per_cycle
     compute_cycles = xp.maximum(xp.ceil_div(dealt_cycles, 1.0) - 1, bound_cycles)
-    full, tail = wave_rates(chip, 2.0 * load, iterations, xp)
-    n_waves, per_wave, share = wave_split(chip, iterations, xp)
+    full, tail = wave_rates(chip, 2.0 * load, iterations, xp, split)
+    n_waves, per_wave, share = split[:3]
     dram_cycles = dram_bytes * ((n_waves - 1.0) * per_wave / full + share / tail)
     busy = compute_cycles / chip.calibration.compute(prob.mac_class)
     levels = None
@@ -420,7 +424,7 @@ def _time(
             busy = xp.minimum(busy, lanes_cycles(prob, chip, converting, cores_used))
         levels = waves_of(chip, backing, CoresFigures(
             busy, iterations, cores_used, first, last, dram_bytes, outer.writes, load,
-            sram["output"], outer.tiles, outer.folds), xp)  # fmt: skip
+            sram["output"], outer.tiles, outer.folds), xp, split, (full, tail))  # fmt: skip
         total_cycles, bound = two_level_cycles(levels, backing.dram_bytes,
                                                backing.dram_writes_bytes,
                                                backing.dram_latency_cycles, xp)  # fmt: skip

@@ -57,20 +57,42 @@ def feed_bytes_per_cycle(chip: Chip, cores_used: Any, xp: MathNamespace) -> Any:
     return feed_of(per_cycle_of(chip), chip.sram.fill_bytes_per_cycle, cores_used, xp)
 
 
+class WaveSplit(NamedTuple):
+    """Work items dealt to a chip's cores in waves (see :func:`split_of`)."""
+
+    waves: Any
+    per_wave: Any
+    """Share of the work items in one full wave."""
+    last_share: Any
+    """Share of the work items in the last (maybe partial) wave."""
+    last: Any
+    """Work items in the last wave."""
+
+
+def split_of(chip: Chip, iterations: Any, xp: MathNamespace) -> WaveSplit:
+    """The :class:`WaveSplit` of ``iterations`` work items dealt to ``chip``'s cores."""
+    cores = chip.cores
+    if cores == 1:
+        return WaveSplit(1.0, 1.0, 1.0, 1.0)
+    waves = xp.ceil_div(iterations, cores)
+    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
+    return WaveSplit(waves, xp.minimum(float(cores), iterations) / iterations,
+                     last / iterations, last)  # fmt: skip
+
+
 def _rates(
-    chip: Chip, per_cycle: float, latency_cycles: float, in_flight: Any, iterations: Any,
+    chip: Chip, per_cycle: float, latency_cycles: float, in_flight: Any, split: WaveSplit,
     xp: MathNamespace,
 ) -> tuple[Any, Any]:
     """:func:`wave_rates` of a feed of ``per_cycle`` bytes per cycle and ``latency_cycles``
-    (``chip``'s cores and ports)."""
+    (``chip``'s cores and ports), the work items dealt as ``split`` says."""
     cores, port = chip.cores, chip.sram.fill_bytes_per_cycle
     per_core = in_flight / latency_cycles if latency_cycles > 0 else None
     if cores == 1:
         rate = feed_of(per_cycle, port, 1.0, xp)
         rate = rate if per_core is None else xp.minimum(rate, per_core)
         return rate, rate
-    waves = xp.ceil_div(iterations, cores)
-    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
+    last = split.last
     full = feed_of(per_cycle, port, float(cores), xp)
     tail = feed_of(per_cycle, port, last, xp)
     if per_core is None:
@@ -78,25 +100,24 @@ def _rates(
     return xp.minimum(full, cores * per_core), xp.minimum(tail, last * per_core)
 
 
-def wave_rates(chip: Chip, in_flight: Any, iterations: Any, xp: MathNamespace) -> tuple[Any, Any]:
+def wave_rates(
+    chip: Chip, in_flight: Any, iterations: Any, xp: MathNamespace, split: WaveSplit | None = None
+) -> tuple[Any, Any]:
     """Bytes per cycle the level feeding the cores delivers in a full wave of ``iterations``
-    work items dealt to ``chip``'s cores, and in the last (maybe partial) wave.
+    work items dealt to ``chip``'s cores, and in the last (maybe partial) wave (``split``:
+    their :func:`split_of`, where the caller has it).
 
     The feed delivers :func:`feed_bytes_per_cycle` to the cores busy in a wave, and by Little's
     law each busy core draws at most ``in_flight`` bytes (its double-buffered tiles' loads)
     per fill latency (``sram.fill_latency_s``, else the DRAM latency; none without one)."""
-    return _rates(chip, per_cycle_of(chip), fill_latency_cycles(chip), in_flight, iterations, xp)
+    split = split_of(chip, iterations, xp) if split is None else split
+    return _rates(chip, per_cycle_of(chip), fill_latency_cycles(chip), in_flight, split, xp)
 
 
 def wave_split(chip: Chip, iterations: Any, xp: MathNamespace) -> tuple[Any, Any, Any]:
     """(waves, share of the work items in one full wave, share in the last wave) of
     ``iterations`` items dealt to ``chip``'s cores."""
-    cores = chip.cores
-    if cores == 1:
-        return 1.0, 1.0, 1.0
-    waves = xp.ceil_div(iterations, cores)
-    last = xp.minimum(iterations - (waves - 1.0) * cores, iterations)
-    return waves, xp.minimum(float(cores), iterations) / iterations, last / iterations
+    return split_of(chip, iterations, xp)[:3]
 
 
 def in_flight_cycles(chip: Chip, nbytes: Any, in_flight: Any, iterations: Any,
@@ -104,9 +125,9 @@ def in_flight_cycles(chip: Chip, nbytes: Any, in_flight: Any, iterations: Any,
     """Cycles the level feeding the cores takes to move ``nbytes`` for ``iterations`` work
     items dealt to ``chip``'s cores in waves, at the rates of :func:`wave_rates`: the full
     waves their share of the bytes at the full rate, the last wave its share at its own."""
-    full, tail = wave_rates(chip, in_flight, iterations, xp)
-    waves, per_wave, last = wave_split(chip, iterations, xp)
-    return nbytes * ((waves - 1.0) * per_wave / full + last / tail)
+    split = split_of(chip, iterations, xp)
+    full, tail = wave_rates(chip, in_flight, iterations, xp, split)
+    return nbytes * ((split.waves - 1.0) * split.per_wave / full + split.last_share / tail)
 
 
 def waves_cycles(busy: Any, transfers: list[tuple[Any, Any, Any]], waves: Any, per_wave: Any,
@@ -277,23 +298,28 @@ class CoresFigures(NamedTuple):
     """SRAM tiles, and array folds over all of them."""
 
 
-def waves_of(view: Chip, backing: Backing, c: CoresFigures, xp: MathNamespace) -> Waves:
+def waves_of(
+    view: Chip, backing: Backing, c: CoresFigures, xp: MathNamespace,
+    split: WaveSplit | None = None, feed: tuple[Any, Any] | None = None,
+) -> Waves:
     """The :class:`Waves` of a mapping of figures ``c`` on the cores ``view`` of a two-level
     chip whose DRAM is ``backing``. A busy core keeps its double-buffered tiles' loads in
     flight (the rates of :func:`wave_rates`), or, issuing its first tiles' loads at once,
-    draws at the levels' bandwidths alone."""
+    draws at the levels' bandwidths alone. ``split`` and ``feed``: the :func:`split_of` of its
+    work items and the shared SRAM's :func:`wave_rates`, where the caller has them."""
     items = c.iterations
-    waves, per_wave, share = wave_split(view, items, xp)
+    split = split_of(view, items, xp) if split is None else split
     in_flight = 2.0 * c.load_bytes
     per_cycle, latency = backing.dram_bytes_per_cycle, backing.fill_latency_cycles
+    feed = wave_rates(view, in_flight, items, xp, split) if feed is None else feed
     return Waves(
-        c.busy_cycles, waves, per_wave, share, c.first_cycles, c.last_cycles, c.sram_bytes,
-        *wave_rates(view, in_flight, items, xp), *_rates(view, per_cycle, latency, in_flight,
-                                                         items, xp),
-        c.sram_writes, c.cores_used * c.load_bytes, share * items * c.store_bytes,
-        *_rates(view, per_cycle_of(view), 0.0, in_flight, items, xp),
-        *_rates(view, per_cycle, 0.0, in_flight, items, xp),
-        c.busy_cycles / (waves * c.tiles / items), c.folds / c.tiles,
+        c.busy_cycles, split.waves, split.per_wave, split.last_share, c.first_cycles,
+        c.last_cycles, c.sram_bytes, *feed,
+        *_rates(view, per_cycle, latency, in_flight, split, xp),
+        c.sram_writes, c.cores_used * c.load_bytes, split.last_share * items * c.store_bytes,
+        *_rates(view, per_cycle_of(view), 0.0, in_flight, split, xp),
+        *_rates(view, per_cycle, 0.0, in_flight, split, xp),
+        c.busy_cycles / (split.waves * c.tiles / items), c.folds / c.tiles,
     )  # fmt: skip
 
 

@@ -70,9 +70,15 @@ _COSTS_MAX = 16384
 persistent :mod:`~infersim.simulator.engines.store` keeps them across processes)."""
 
 
+_BACKINGS: OrderedDict[tuple[Any, ...], Backing] = OrderedDict()
+""":func:`op_backing` by (op signature, chip key): each op's cost asks for it several times."""
+
+
 def clear_cache() -> None:
-    """Forget every memoized level view and op cost (the mapper's caches are its own)."""
+    """Forget every memoized level view, backing and op cost (the mapper's caches are its
+    own)."""
     _VIEWS.clear()
+    _BACKINGS.clear()
     _COSTS.clear()
     _RETIMES.clear()
 
@@ -198,12 +204,19 @@ def op_backing(op: Gemm | Conv2d, chip: Chip) -> Backing:
     Raises:
         InfersimError: no tiling of ``op`` fits the shared SRAM.
     """
-    outer = traffic_of(op, level_views(chip)[1])
-    return backing_of(
-        chip, sum(a.total_bytes for a in outer.values()),
-        sum(a.writes_bytes for a in outer.values()),
-        op.dequant_flops_per_weight if isinstance(op, Gemm) else 0.0,
-    )  # fmt: skip
+    key = (op.signature(), chip.key)
+    found = _BACKINGS.get(key)
+    if found is None:
+        outer = traffic_of(op, level_views(chip)[1])
+        found = backing_of(
+            chip, sum(a.total_bytes for a in outer.values()),
+            sum(a.writes_bytes for a in outer.values()),
+            op.dequant_flops_per_weight if isinstance(op, Gemm) else 0.0,
+        )  # fmt: skip
+        _BACKINGS[key] = found
+        while len(_BACKINGS) > _COSTS_MAX:
+            _BACKINGS.popitem(last=False)
+    return found
 
 
 T = TypeVar("T")
