@@ -365,20 +365,33 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
     read_share = _share(dram_bytes - dram_writes_bytes, w.sram_bytes - w.sram_writes, xp)
     write_share = _share(dram_writes_bytes, w.sram_writes, xp)
     dram_first_bytes = w.first_bytes * read_share
-    first_dram = dram_first_bytes / xp.where(w.waves > 1.0, w.dram_full_bw, w.dram_tail_bw)
+    many = w.waves > 1.0
+    first_dram = dram_first_bytes / xp.where(many, w.dram_full_bw, w.dram_tail_bw)
     last_writes = w.last_bytes * write_share
     first = xp.maximum(w.first_cycles, first_dram)
     last = xp.maximum(w.last_cycles, last_writes / w.dram_tail_bw)
-    at = (w.waves, w.per_wave, w.last_share, xp)
+    busy = w.busy_cycles / w.waves  # one wave's compute
+
+    def shares(nbytes: Any, full: Any, tail: Any) -> tuple[Any, Any]:
+        """A level's transfer of its share of ``nbytes`` in a full wave and in the last, at
+        the rates ``full`` and ``tail`` (see :func:`waves_cycles`)."""
+        return (xp.maximum(0.0, nbytes * w.per_wave / full),
+                xp.maximum(0.0, nbytes * w.last_share / tail))  # fmt: skip
+
+    def pipelined(compute: Any, transfer: tuple[Any, Any]) -> Any:
+        """:func:`waves_cycles` of one wave's ``compute`` and a level's ``transfer``."""
+        return (w.waves - 1.0) * xp.maximum(compute, transfer[0]) + xp.maximum(compute,
+                                                                               transfer[1])
 
     def path(nbytes: Any, first_bytes: Any, last_bytes: Any, full: Any, tail: Any,
              full_bw: Any, tail_bw: Any) -> Any:
         """One level's path (see above), its bytes at the rates ``full``, ``tail`` (in
         flight) and ``full_bw``, ``tail_bw`` (the bandwidth alone)."""
-        piped = xp.maximum(waves_cycles(w.busy_cycles, [(nbytes, full_bw, tail_bw)], *at),
-                           waves_cycles(w.busy_cycles, [(nbytes, full, tail)], *at) - latency)
-        between = (waves_cycles(0.0, [(nbytes, full_bw, tail_bw)], *at) - last_bytes / tail_bw
-                   - first_bytes / xp.where(w.waves > 1.0, full_bw, tail_bw))  # fmt: skip
+        at_bw = shares(nbytes, full_bw, tail_bw)
+        piped = xp.maximum(pipelined(busy, at_bw),
+                           pipelined(busy, shares(nbytes, full, tail)) - latency)
+        between = (pipelined(0.0, at_bw) - last_bytes / tail_bw
+                   - first_bytes / xp.where(many, full_bw, tail_bw))  # fmt: skip
         return xp.maximum(piped, first + xp.maximum(between, 0.0) + last)
 
     folds = xp.maximum(w.tile_folds, 1.0)
