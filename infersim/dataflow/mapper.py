@@ -33,6 +33,7 @@ bound and the exact times are then the two-level ones; what the search prepares 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -749,10 +750,16 @@ def _bounded(
 
 def _traffic_aligns(chip: Chip) -> dict[str, tuple[int, ...]]:
     """Per cut dim, the array sides some template lays it on (the union of their ladders)."""
+    return _sides_aligns(chip.array.rows, chip.array.cols)
+
+
+@functools.lru_cache(maxsize=64)
+def _sides_aligns(rows: int, cols: int) -> dict[str, tuple[int, ...]]:
+    """:func:`_traffic_aligns` of an array of ``rows`` x ``cols`` PEs (read-only)."""
     out: dict[str, tuple[int, ...]] = {}
     for d in _CUT:
-        sides = {chip.array.rows for t in TEMPLATES.values() if d in t.rows}
-        sides |= {chip.array.cols for t in TEMPLATES.values() if d in t.cols}
+        sides = {rows for t in TEMPLATES.values() if d in t.rows}
+        sides |= {cols for t in TEMPLATES.values() if d in t.cols}
         out[d] = tuple(sorted(sides))
     return out
 
