@@ -77,7 +77,7 @@ from infersim.dataflow.loopnest.figures import (
 )
 from infersim.dataflow.loopnest.folds import clear_tile_folds
 from infersim.dataflow.loopnest.numerics import prod
-from infersim.dataflow.loopnest.problem import clear_problems, stack_key, stacked, total_footprint
+from infersim.dataflow.loopnest.problem import clear_problems, stack_key, stacked
 from infersim.dataflow.loopnest.waves import Backing, stacked_backing
 from infersim.dataflow.templates import (
     ACCUMULATOR_BYTES,
@@ -796,44 +796,32 @@ def _moved_by_operand(
 
 def _refetch_free(prob: Problem, chip: Chip) -> dict[str, Access] | None:
     """The DRAM reads and writes per operand of :func:`traffic_of` on a one-core ``chip``
-    where the candidate grid holds a tiling that moves every operand once, found without the
-    grid (None where that is not shown: the grid search decides).
+    where the candidate grid holds a tiling that fetches every operand once, found without
+    the grid (None where it holds none, or the op is not a plain GEMM: the grid search
+    decides).
 
-    A plain GEMM (one group, no filter window) moves only its compulsory bytes exactly when
-    at most one of its three loops iterates: of two that iterate, the inner one changes the
-    tile of an operand that does not depend on the outer one, which is then fetched again
-    (partial sums, for the output). Of the grid's candidates with two of the three dims
-    whole, the largest that fits along each of the three families is priced in every loop
-    order; if one moves no operand twice, so does the tiling the grid search picks (no tiling
-    moves less, and on one core a covering candidate never moves more), and with no halo (a
-    window of one) every such tiling moves the same bytes per operand: those are the
-    figures."""
+    A plain GEMM (one group, no filter window) fetches every operand once exactly when at
+    most one of its three loops iterates: of two that iterate, the inner one changes the tile
+    of an operand that does not depend on the outer one, which is then fetched again (partial
+    sums, for the output). With two dims whole, the candidate that cuts the third into tiles
+    of 1 (every ladder ends at 1) needs the least SRAM of its kind: if one of the three fits,
+    the grid holds such a tiling, and the tiling the grid search picks moves no more bytes (it
+    moves the fewest; no tiling moves fewer than each operand once), so it too fetches every
+    operand once. Without a halo every such tiling moves the same bytes per operand, in any
+    order: the figures are those of the one that fits, evaluated as :func:`traffic_of`
+    evaluates the searched one."""
     dims = prob.dims
     if chip.cores != 1 or any(not isinstance(dims[d], int) or dims[d] != 1
                               for d in ("G", "N", "Q", "R", "S")):  # fmt: skip
         return None
-    aligns = _traffic_aligns(chip)
-    tiles: list[dict[str, float]] = []
     for cut in ("K", "C", "P"):  # the one dim cut, the other two whole
-        ladder = np.array(_axis(prob, None, cut, aligns[cut]), dtype=np.float64)
-        tile: dict[str, Any] = {d: float(dims[d]) for d in DIMS}
-        tile[cut] = ladder
-        fits = np.flatnonzero(sram_need(prob, None, tile) <= chip.sram.capacity_bytes)
-        if len(fits):  # the ladder descends: the first fitting is the largest
-            tiles.append({**tile, cut: float(ladder[fits[0]])})
-    if not tiles:
-        return None
-    counts = _tile_counts(prob, {d: np.array([t[d] for t in tiles]) for d in DIMS})
-    _, reads, writes = _moved_by_operand(prob, counts, 1, len(tiles))
-    once = reads["output"] == 0.0  # no partial sums read back
-    for name in ("input", "weight"):
-        once = once & (reads[name] == total_footprint(prob, name, counts)
-                       * prob.operand_bytes[name])  # fmt: skip
-    if not once.any():
-        return None
-    o, j = np.unravel_index(int(np.argmax(once)), once.shape)
-    return {name: Access(float(reads[name][o, j]), float(writes[name][o, j]))
-            for name in OPERANDS}  # fmt: skip
+        tile = {d: 1.0 if d == cut else float(dims[d]) for d in DIMS}
+        if sram_need(prob, None, tile) <= chip.sram.capacity_bytes:
+            counts = {d: PY.ceil_div(float(dims[d]), tile[d]) for d in DIMS}
+            reads, writes, _ = dram_traffic(prob, counts, (TILEABLE,), 1, PY, multicast_of(chip),
+                                            partials_capacity_bytes(chip))  # fmt: skip
+            return {name: Access(float(reads[name]), float(writes[name])) for name in OPERANDS}
+    return None
 
 
 def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
