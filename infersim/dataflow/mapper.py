@@ -55,13 +55,13 @@ from infersim.dataflow.loopnest import (
     Access,
     Arr,
     Mapping,
+    MathNamespace,
     Problem,
     Tiling,
     build_mapping,
     evaluate_orders,
     problem_of,
     rf_need,
-    tile_bytes,
 )
 from infersim.dataflow.loopnest.dram import dram_traffic
 from infersim.dataflow.loopnest.figures import (
@@ -76,8 +76,8 @@ from infersim.dataflow.loopnest.figures import (
     total_cycles_at,
 )
 from infersim.dataflow.loopnest.folds import clear_tile_folds
-from infersim.dataflow.loopnest.numerics import prod
-from infersim.dataflow.loopnest.problem import clear_problems, stack_key, stacked
+from infersim.dataflow.loopnest.numerics import NumpyMath, prod_skipping_ones
+from infersim.dataflow.loopnest.problem import clear_problems, stack_key, stacked, tile_factors
 from infersim.dataflow.loopnest.waves import Backing, stacked_backing
 from infersim.dataflow.templates import (
     ACCUMULATOR_BYTES,
@@ -259,17 +259,30 @@ def _aligns(tpl: Template, dim: str, chip: Chip) -> tuple[int, ...]:
     return ()
 
 
-def _uncovered(fits: Any, step: int, axes: int | None = None) -> Any:
-    """The entries of the boolean grid ``fits`` (closed downward: a fitting entry's smaller
+def _uncovered(fits: Any, step: int, axes: int | None = None) -> tuple[npt.NDArray[np.intp], ...]:
+    """The indices (one array per axis, in C order, as ``np.nonzero`` gives them) of the
+    entries of the boolean grid ``fits`` (closed downward: a fitting entry's smaller
     neighbours fit too) that no other fitting entry covers in every axis: those whose one step
     up (index + ``step``) along each of the first ``axes`` axes (default: all) does not fit."""
-    up = np.zeros(fits.shape, dtype=bool)
+    kept = fits.copy()  # C order, one byte per entry
+    free = ~kept
+    flat_kept, flat_free = kept.reshape(-1), free.reshape(-1)
     for j in range(fits.ndim if axes is None else axes):
-        lead = (slice(None),) * j
-        here, above = (slice(None, -1), slice(1, None)) if step > 0 else (slice(1, None),
-                                                                          slice(None, -1))
-        up[(*lead, here)] |= fits[(*lead, above)]
-    return fits & ~up
+        # One step along axis j is one of ``inner`` entries of the flat grid; from the first
+        # entry of axis j (step -1) or its last (+1) it goes to another line of the grid,
+        # so those entries keep what they had.
+        inner, n = kept.strides[j], fits.shape[j]
+        edge = None
+        if j > 0 and kept.size:
+            edge = kept.reshape(-1, n, inner)[:, 0 if step < 0 else -1]
+            before = edge.copy()
+        if step < 0:
+            flat_kept[inner:] &= flat_free[:-inner]
+        else:
+            flat_kept[:-inner] &= flat_free[inner:]
+        if edge is not None:
+            edge[...] = before
+    return np.unravel_index(np.flatnonzero(kept), fits.shape)
 
 
 def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]]:
@@ -285,7 +298,8 @@ def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]
         return []
     # The RF need grows with every factor, so the fitting factors are closed downward: one is
     # dominated by another that fits exactly when one step up some axis still fits.
-    best = grid[_uncovered(ok.reshape([len(a) for a in axes]), step=1).reshape(-1)]
+    shape = [len(a) for a in axes]
+    best = grid[np.ravel_multi_index(_uncovered(ok.reshape(shape), step=1), shape)]
     best = best[np.argsort(-np.prod(best, axis=1), kind="stable")][:_RF_OPTIONS_MAX]
     return [{d: int(v) for d, v in zip(tpl.rf_split, row, strict=True)} for row in best]
 
@@ -308,27 +322,54 @@ def _axis(prob: Problem, tpl: Template | None, dim: str, aligns: tuple[int, ...]
 
 
 def sram_need(prob: Problem, tpl: Template | None, tile: dict[str, Any]) -> Any:
-    """Bytes of one core's SRAM a tiling needs: every operand's tile, double-buffered, or with
-    an ``output_in_registers`` template the input and weight tiles alone."""
+    """Bytes of one core's SRAM a tiling needs: :func:`buffer_bytes`, double-buffered."""
+    return 2.0 * buffer_bytes(prob, tpl, tile, NP)
+
+
+def buffer_bytes(
+    prob: Problem, tpl: Template | None, tile: dict[str, Any], xp: MathNamespace
+) -> Any:
+    """Bytes of the tiles one SRAM buffer holds: every operand's tile, or with an
+    ``output_in_registers`` template the input and weight tiles alone (:func:`tile_bytes`'s
+    operations, bit for bit, less the products by a dim kept as the float 1.0)."""
     names = ("input", "weight") if tpl is not None and tpl.output_in_registers else OPERANDS
-    return 2.0 * sum(tile_bytes(prob, name, tile, NP) for name in names)
+    total: Any = None
+    for name in names:
+        part = prod_skipping_ones(tile_factors(prob, name, tile, xp))
+        total = part if total is None else total + part
+    return total
 
 
 def register_fit(prob: Problem, tpl: Template | None, tile: dict[str, Any], chip: Chip) -> Any:
     """Whether a tiling meets the template's own rules: at least ``min_tile_rows`` rows, and
-    an ``output_in_registers`` template's accumulators fitting the register file."""
+    an ``output_in_registers`` template's accumulators fitting the register file (the Python
+    ``True`` where the template has neither rule)."""
     if tpl is None:
         return True
     ok: Any = True
     if tpl.min_tile_rows > 1:  # the row group's tile: at least min_tile_rows, or all of it
-        rows = prod(tile[d] for d in tpl.rows)
+        rows = prod_skipping_ones(tile[d] for d in tpl.rows)
         whole = math.prod(prob.dims[d] for d in tpl.rows)
         ok = rows >= min(tpl.min_tile_rows, whole)
     if not tpl.output_in_registers:
         return ok
-    out = tile["G"] * tile["N"] * tile["K"] * tile["P"] * tile["Q"]
+    out = prod_skipping_ones(tile[d] for d in ("G", "N", "K", "P", "Q"))
     budget = ACCUMULATOR_SHARE * chip.register_file.bytes_per_pe * chip.array.pes
-    return ok & (out * ACCUMULATOR_BYTES <= budget)
+    return ok & (out <= budget / ACCUMULATOR_BYTES)  # out · 4 B <= budget, exactly
+
+
+class _GridMath(NumpyMath):
+    """:data:`NP` for a candidate grid whose dims of one value stay floats: the minimum of two
+    numbers is a float too (no numpy scalar, the same value)."""
+
+    @staticmethod
+    def minimum(a: Any, b: Any, /) -> Any:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return np.minimum(a, b)
+        return float(b if b < a else a)
+
+
+_GRID_MATH: MathNamespace = _GridMath()
 
 
 _GRIDS: _LRU[tuple[dict[str, Arr], dict[str, Arr]]] = _LRU(maxsize=4096)
@@ -391,35 +432,62 @@ def _fitting(
     ``rf_opts`` whose SRAM tile (and, with a template that splits the RF, PE working set) fits;
     with ``maximal``, only those no other fitting candidate covers in every dim (the SRAM need
     grows with every extent, so the fitting set is closed downward and a candidate is covered
-    exactly when one step up some ladder still fits)."""
-    axes = [np.array(ladder, dtype=np.float64) for ladder in ladders]
+    exactly when one step up some ladder still fits). Candidates in ``itertools.product``
+    order of the ladders and ``rf_opts``."""
     split = tpl.rf_split if tpl is not None else ()
-    options = np.array([[o[d] for d in split] for o in rf_opts], dtype=np.float64)
-    shape = (*(len(a) for a in axes), len(rf_opts))  # the grid in itertools.product order
-
-    def along(j: int, values: Arr) -> Arr:  # ``values`` on axis j of the grid
-        return values.reshape([len(values) if i == j else 1 for i in range(len(shape))])
-
-    # each figure broadcasts over the axes it depends on (element for element the operations
-    # of a grid of columns); the dims never cut enter as one float
-    tile: dict[str, Any] = {d: along(i, a) for i, (d, a) in enumerate(zip(_CUT, axes,
-                                                                            strict=True))}
-    for d in DIMS:
-        tile.setdefault(d, float(prob.dims[d]))
-    rf = {d: along(len(_CUT), options[:, i]) for i, d in enumerate(split)}
-    need = sram_need(prob, tpl, tile)
-    ok = np.broadcast_to((need <= chip.sram.capacity_bytes) & register_fit(prob, tpl, tile, chip),
-                         shape)  # fmt: skip
-    if tpl is not None and tpl.rf_split:
-        ok = ok & (rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9)
+    # The grid's axes are the cut dims' ladders and the RF choices. The fit tests run on its
+    # axes of several values (at least one axis): there a dim is a column (one array holds
+    # them all), each figure broadcasting over the axes it depends on; elsewhere a float.
+    sizes = [*map(len, ladders), len(rf_opts)]
+    live = [j for j, n in enumerate(sizes) if n != 1] or [len(_CUT)]
+    shape = tuple([sizes[j] for j in live])
+    lists = [*ladders, *([o[d] for o in rf_opts] for d in split)]  # the cut dims, the factors
+    keys = [*_CUT, *("rf" + d for d in split)]
+    values: list[int] = []
+    for j in live:
+        for listed in lists[j:] if j == len(_CUT) else (ladders[j],):
+            values += listed
+    every = np.array(values, dtype=np.float64)
+    columns: dict[str, tuple[int, Arr]] = {}  # per dim with a column: its live axis, its values
+    figures: dict[str, Any] = {}
+    start = 0
+    for i, (key, listed) in enumerate(zip(keys, lists, strict=True)):
+        j = min(i, len(_CUT))
+        if j not in live:
+            figures[key] = float(listed[0])
+            continue
+        at = live.index(j)
+        columns[key] = (at, every[start:start + len(listed)])
+        figures[key] = columns[key][1].reshape((1,) * at + (-1,) + (1,) * (len(live) - at - 1))
+        start += len(listed)
+    tile = {d: figures[d] for d in _CUT}
+    tile["Q"], tile["R"], tile["S"] = (float(prob.dims[d]) for d in DIMS[len(_CUT):])
+    ok = buffer_bytes(prob, tpl, tile, _GRID_MATH) <= chip.sram.capacity_bytes / 2  # 2 buffers
+    rules = register_fit(prob, tpl, tile, chip)
+    if rules is not True:
+        ok = ok & rules
+    if tpl is not None and split:
+        rf = {d: figures["rf" + d] for d in split}
+        need = rf_need(prob, tpl, tile, rf, _GRID_MATH)
+        ok = ok & (need <= chip.register_file.bytes_per_pe + 1e-9)
+    if getattr(ok, "shape", ()) != shape:  # a live axis no figure depends on
+        ok = np.broadcast_to(ok, shape)
     if maximal:  # the ladders descend: one step up is one index down
-        ok = _uncovered(ok, step=-1, axes=len(_CUT))
-    at = np.unravel_index(np.flatnonzero(ok), shape)
-    fit: dict[str, Arr] = {d: a[at[i]] for i, (d, a) in enumerate(zip(_CUT, axes, strict=True))}
-    n = len(at[0])
-    for d in DIMS:
-        fit.setdefault(d, np.full(n, float(prob.dims[d])))
-    return fit, {d: options[at[-1], i] for i, d in enumerate(split)}
+        index = _uncovered(ok, step=-1, axes=len(live) - (live[-1] == len(_CUT)))
+    else:
+        index = np.unravel_index(np.flatnonzero(ok), shape)
+    repeated: dict[float, Arr] = {}  # one column of each value of the dims of one value
+    picked: dict[str, Arr] = {}
+    for key in (*DIMS, *keys[len(_CUT):]):
+        if key in columns:
+            at, column = columns[key]
+            picked[key] = column[index[at]]
+            continue
+        value = figures[key] if key in figures else tile[key]
+        if value not in repeated:
+            repeated[value] = np.full(len(index[0]), value)
+        picked[key] = repeated[value]
+    return {d: picked[d] for d in DIMS}, {d: picked["rf" + d] for d in split}
 
 
 def _picks(

@@ -43,6 +43,18 @@ def prod(values: Iterable[Any]) -> Any:
     return math.prod(values, start=1.0)
 
 
+def prod_skipping_ones(values: Iterable[Any]) -> Any:
+    """:func:`prod` of floats and float64 arrays, bit for bit, without the products by a value
+    that is the float 1.0 (x · 1.0 is x exactly): a figure kept as 1.0 instead of a column of
+    ones costs no array operation."""
+    total: Any = None
+    for value in values:
+        if isinstance(value, float) and value == 1.0:
+            continue
+        total = value if total is None else total * value
+    return 1.0 if total is None else total
+
+
 class MathNamespace(Protocol):
     """What a counting rule may call on ``xp`` (see the module docstring)."""
 

@@ -9,7 +9,9 @@ float64 arrays (one element per candidate tiling); ``xp`` is the math namespace 
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -49,6 +51,11 @@ _AXIS_PAIRS: dict[str, tuple[tuple[str, str | None], ...]] = {
     for name, axes in AXES.items()
 }
 """:data:`AXES` as (dim, window dim or None) pairs."""
+
+_AXIS_DIMS: dict[str, tuple[str, ...]] = {
+    name: tuple(axis[0] for axis in axes) for name, axes in AXES.items()
+}
+"""The first dim of each axis of :data:`AXES`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,12 +270,29 @@ def footprint(operand: str, ext: dict[str, Any], stride: int, window: bool) -> A
 
 
 def tile_bytes(prob: Problem, name: str, tile: dict[str, Any], xp: MathNamespace) -> Any:
-    """Bytes of ``name`` in one full SRAM tile (the ifmap region, capped at the padded input)."""
+    """Bytes of ``name`` in one full SRAM tile (the ifmap region, capped at the padded input):
+    the product of its :func:`tile_factors`, left to right."""
+    return functools.reduce(operator.mul, tile_factors(prob, name, tile, xp))
+
+
+def tile_factors(prob: Problem, name: str, tile: dict[str, Any], xp: MathNamespace) -> list[Any]:
+    """What :func:`tile_bytes` multiplies, left to right: the tile's extent along each axis of
+    ``name`` (the input's rows and columns: the window of its output rows and columns, capped at
+    the padded input; no other operand has a window axis), then the bytes per element."""
     if name != "input":
-        return footprint(name, tile, prob.stride, window=True) * prob.operand_bytes[name]
-    rows = xp.minimum((tile["P"] - 1) * prob.stride + tile["R"], prob.padded_h)
-    cols = xp.minimum((tile["Q"] - 1) * prob.stride + tile["S"], prob.padded_w)
-    return tile["G"] * tile["N"] * tile["C"] * rows * cols * prob.operand_bytes[name]
+        return [*map(tile.__getitem__, _AXIS_DIMS[name]), prob.operand_bytes[name]]
+    rows = xp.minimum(window(tile["P"], prob.stride, tile["R"]), prob.padded_h)
+    cols = xp.minimum(window(tile["Q"], prob.stride, tile["S"]), prob.padded_w)
+    return [tile["G"], tile["N"], tile["C"], rows, cols, prob.operand_bytes[name]]
+
+
+def window(extent: Any, stride: int, taps: Any) -> Any:
+    """The input positions ``extent`` output positions read through a window of ``taps`` at
+    ``stride``: (extent − 1)·stride + taps, which for one tap at stride 1 is ``extent`` itself
+    (exactly, extents being whole numbers; an array is returned as it is)."""
+    if stride == 1 and isinstance(taps, float | int) and taps == 1:
+        return extent
+    return (extent - 1) * stride + taps
 
 
 def total_footprint(prob: Problem, name: str, counts: dict[str, Any]) -> Any:
