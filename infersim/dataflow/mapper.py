@@ -363,7 +363,7 @@ class _GridMath(NumpyMath):
     numbers is a float too (no numpy scalar, the same value)."""
 
     @staticmethod
-    def minimum(a: Any, b: Any, /) -> Any:
+    def minimum(a: Any, b: Any, /) -> Any:  # type: ignore[override]  # np.minimum's two operands
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             return np.minimum(a, b)
         return float(b if b < a else a)
