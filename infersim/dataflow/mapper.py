@@ -33,6 +33,7 @@ bound and the exact times are then the two-level ones; what the search prepares 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import itertools
@@ -67,13 +68,15 @@ from infersim.dataflow.loopnest.dram import dram_traffic
 from infersim.dataflow.loopnest.figures import (
     LOWER_BOUND_MARGIN,
     Prepared,
+    Timed,
     compulsory_bytes,
     dequantizes,
     lower_bound_cycles,
     multicast_of,
+    one_of,
     partials_capacity_bytes,
     prepare,
-    total_cycles_at,
+    timed_at,
 )
 from infersim.dataflow.loopnest.folds import clear_tile_folds
 from infersim.dataflow.loopnest.numerics import NumpyMath, prod_skipping_ones
@@ -558,7 +561,7 @@ SEEDS = 32
 
 def _search_latency(
     prob: Problem, names: list[str], chip: Chip, top_k: int, sig: tuple[Any, ...],
-    every: Arr | None = None, backing: Backing | None = None,
+    every: list[tuple[Timed, int, int]] | None = None, backing: Backing | None = None,
 ) -> list[tuple[float, int, Mapping]]:
     """The ``top_k`` fastest mappings of ``prob`` over the templates ``names`` as (seconds,
     template rank, mapping), in the exhaustive search's order: by time, then template rank, then
@@ -569,11 +572,13 @@ def _search_latency(
     (:func:`~infersim.dataflow.loopnest.figures.lower_bound_cycles`); the :data:`SEEDS`
     candidates with the lowest bounds are priced exactly; their ``top_k``-th best time prunes
     every candidate whose bound exceeds it; the rest are priced exactly (element for element as
-    :func:`evaluate_orders` prices them). Only the picks are analyzed in full, in plain floats.
+    :func:`evaluate_orders` prices them). Only the picks are analyzed in full, in plain floats
+    (their fold sums; their DRAM and time figures are the priced ones).
     What the bounds and the exact times are made of but the DRAM bandwidth, the clock and the
     calibration do not change is kept per template across chips that differ only in those
-    (:data:`_SEARCHES`). ``every``: the total cycles of every candidate in every order,
-    priced already (:func:`search_many`). ``backing``: see :func:`map_op`."""
+    (:data:`_SEARCHES`). ``every``: per template, the figures its candidates were all priced
+    in already (:func:`timed_at`) and where they lie there (:func:`search_many`).
+    ``backing``: see :func:`map_op`."""
     fed = dequantizes(backing)
     found = _search_cache(_latency_key(sig, names, chip, fed),
                           lambda: _prepare_all(prob, names, chip, fed))  # fmt: skip
@@ -581,28 +586,37 @@ def _search_latency(
         return []
     parts, joint, starts, part_ranks = found
     if every is None:
-        kept, cycles = _bounded(prob, parts[0][1], chip, joint, top_k, backing)
+        kept, cycles, timed, cols = _bounded(prob, parts[0][1], chip, joint, top_k, backing)
     else:
-        kept, cycles = np.arange(len(joint.cycles)), every
+        kept = np.arange(len(joint.cycles))
+        cycles = np.concatenate([t.time["total_cycles"][:, lo:hi] for t, lo, hi in every], axis=1)
     seconds = cycles / chip.freq_hz  # (orders, kept)
-    # where each kept candidate comes from: its part, its index there, the part's size
-    which = np.searchsorted(starts, kept, side="right") - 1
-    local = kept - starts[which]
-    sizes = np.diff(starts)[which]
-    ranks = part_ranks[which]
-    o = np.arange(len(ORDERS))[:, None]
-    flat_in_part = o * sizes + local  # the template's own order-major index
-    order = np.lexsort((flat_in_part.reshape(-1), np.broadcast_to(ranks, seconds.shape).reshape(-1),
-                        seconds.reshape(-1)))[:top_k]  # fmt: skip
+    flat = seconds.reshape(-1)  # order-major
+    order = np.flatnonzero(flat == flat.min()) if top_k == 1 else np.empty(0, np.intp)
+    if len(order) != 1:  # by time, then template rank, then the template's own order-major index
+        which = np.searchsorted(starts, kept, side="right") - 1
+        local = kept - starts[which]
+        o = np.arange(len(ORDERS))[:, None]
+        flat_in_part = o * np.diff(starts)[which] + local
+        order = np.lexsort((flat_in_part.reshape(-1),
+                            np.broadcast_to(part_ranks[which], seconds.shape).reshape(-1),
+                            flat))[:top_k]  # fmt: skip
+    bounds = starts.tolist()
     out = []
     for pick in order:
         oi, j = divmod(int(pick), len(kept))
-        rank, tpl, tile, rf = parts[which[j]]
-        i = int(local[j])
+        k = int(kept[j])
+        p = bisect.bisect_right(bounds, k) - 1  # the part candidate k comes from
+        rank, tpl, tile, rf = parts[p]
+        i = k - bounds[p]
         chosen = {d: int(tile[d][i]) for d in DIMS}
         factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
         tiling = Tiling(tile=chosen, order=ORDERS[oi], rf=factors)
-        mapping = build_mapping(prob, tpl, chip, tiling, backing)
+        if every is None:
+            priced = one_of(timed, oi, int(cols[j]))
+        else:
+            priced = one_of(every[p][0], oi, every[p][1] + i)
+        mapping = build_mapping(prob, tpl, chip, tiling, backing, priced)
         out.append((mapping.time_s, rank, mapping))
     return out
 
@@ -685,7 +699,7 @@ def search_many(
             if tile and len(tile["G"]):
                 tiles[sig].append((rank, TEMPLATES[name], tile, rf))
                 groups.setdefault((name, stack_key(prob), kind), []).append(sig)
-    preps: dict[tuple[tuple[Any, ...], str], tuple[Prepared, Arr | None]] = {}
+    preps: dict[tuple[tuple[Any, ...], str], tuple[Prepared, tuple[Timed, int, int] | None]] = {}
     for (name, _, (plain, fed)), sigs in groups.items():
         tpl = TEMPLATES[name]
         mine = [next(p for p in tiles[sig] if p[1] is tpl) for sig in sigs]
@@ -697,12 +711,13 @@ def search_many(
         small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
         backing = None if plain else stacked_backing(
             [b for sig in sigs if (b := jobs[sig][2]) is not None], sizes)
-        cycles = (total_cycles_at(prob, tpl, chip, prep, ORDERS, np.arange(len(prep.cycles)),
-                                  backing) if all(small) else None)  # fmt: skip
-        for sig, lo, hi in zip(sigs, np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes),
-                               strict=True):  # fmt: skip
-            part = _sliced(prep, lo, hi)
-            preps[(sig, name)] = (part, None if cycles is None else cycles[:, lo:hi])
+        timed = (timed_at(prob, tpl, chip, prep, ORDERS, np.arange(len(prep.cycles)), backing)
+                 if all(small) else None)  # fmt: skip
+        lo = 0
+        for sig, size in zip(sigs, sizes, strict=True):
+            part = _sliced(prep, lo, lo + size)
+            preps[(sig, name)] = (part, None if timed is None else (timed, lo, lo + size))
+            lo += size
     for sig, (prob, names, backing) in jobs.items():
         parts = tiles[sig]
         if not parts:
@@ -713,9 +728,8 @@ def search_many(
         found = (parts, joint, starts, np.array([part[0] for part in parts]))
         _search_cache(_latency_key(sig, names, chip, dequantizes(backing)),
                       lambda found=found: found)  # fmt: skip
-        every = None
-        if all(c is not None for _, c in got) and starts[-1] <= 2 * SEEDS:
-            every = got[0][1] if len(got) == 1 else np.concatenate([c for _, c in got], axis=1)
+        priced = [c for _, c in got if c is not None]
+        every = priced if len(priced) == len(got) and starts[-1] <= 2 * SEEDS else None
         picks = _search_latency(prob, names, chip, 1, sig, every, backing)
         _CACHE.put(_latency_cache_key(sig, chip, dataflow, 1, backing),
                    tuple(m for _, _, m in picks))  # fmt: skip
@@ -794,26 +808,30 @@ def _concat(preps: list[Prepared]) -> Prepared:
 def _bounded(
     prob: Problem, tpl: Template, chip: Chip, prep: Prepared, top_k: int,
     backing: Backing | None = None,
-) -> tuple[npt.NDArray[np.intp], Arr]:
+) -> tuple[npt.NDArray[np.intp], Arr, Timed, npt.NDArray[np.intp]]:
     """The candidates (indices, ascending) whose lower bound does not exceed the ``top_k``-th
     best exact time of the :data:`SEEDS` best-bounded ones (every candidate that can be among
     the ``top_k`` best, ties included; all of them when a bound or a seed's time is not
-    finite), with their total cycles per order, shape (orders, kept); timed with
-    ``backing`` (see :func:`map_op`)."""
+    finite), with their total cycles per order, shape (orders, kept), the figures they were
+    priced in (:func:`timed_at`) and their columns there; timed with ``backing`` (see
+    :func:`map_op`)."""
     n = len(prep.cycles)
     seeds = SEEDS * top_k
     bound = lower_bound_cycles(prob, tpl, chip, prep, backing) if n > 2 * seeds else None
     if bound is None or not np.isfinite(bound).all():
         every = np.arange(n)
-        return every, total_cycles_at(prob, tpl, chip, prep, ORDERS, every, backing)
+        timed = timed_at(prob, tpl, chip, prep, ORDERS, every, backing)
+        return every, timed.time["total_cycles"], timed, every
     first = np.sort(np.argpartition(bound, seeds - 1)[:seeds])
-    times = total_cycles_at(prob, tpl, chip, prep, ORDERS, first, backing)
+    timed = timed_at(prob, tpl, chip, prep, ORDERS, first, backing)
+    times = timed.time["total_cycles"]
     limit = np.partition(times.reshape(-1), top_k - 1)[top_k - 1]
     kept = np.flatnonzero(bound <= limit) if np.isfinite(limit) else np.arange(n)
     at = np.searchsorted(first, kept)
     if np.all(at < len(first)) and np.array_equal(first[np.minimum(at, len(first) - 1)], kept):
-        return kept, times[:, at]  # every kept candidate was a seed: priced already
-    return kept, total_cycles_at(prob, tpl, chip, prep, ORDERS, kept, backing)
+        return kept, times[:, at], timed, at  # every kept candidate was a seed: priced already
+    timed = timed_at(prob, tpl, chip, prep, ORDERS, kept, backing)
+    return kept, timed.time["total_cycles"], timed, np.arange(len(kept))
 
 
 def _traffic_aligns(chip: Chip) -> dict[str, tuple[int, ...]]:

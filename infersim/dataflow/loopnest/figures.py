@@ -29,9 +29,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow.loopnest.dram import REDUCTION, dram_figures, held_chunks
+from infersim.dataflow.loopnest.dram import REDUCTION, DramFigures, dram_figures, held_chunks
 from infersim.dataflow.loopnest.folds import KEYS, rf_need
-from infersim.dataflow.loopnest.numerics import NP, Arr, Candidates, Figures, MathNamespace, prod
+from infersim.dataflow.loopnest.numerics import (
+    NP,
+    PY,
+    Arr,
+    Candidates,
+    Figures,
+    MathNamespace,
+    prod,
+)
 from infersim.dataflow.loopnest.problem import (
     Nest,
     Order,
@@ -259,15 +267,24 @@ def lower_bound_cycles(
     return bound * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
 
 
-def total_cycles_at(
+class Timed(NamedTuple):
+    """The DRAM figures and the time figures (:func:`_time`) of priced candidates: arrays over
+    them (an order-dependent figure of shape (orders, candidates)), or one number where every
+    candidate has the same (see :func:`timed_at`)."""
+
+    dram: DramFigures
+    time: Figures
+
+
+def timed_at(
     prob: Problem, tpl: Template, chip: Chip, prep: Prepared, orders: Orders, idx: Any,
     backing: Backing | None = None,
-) -> Arr:
-    """The ``total_cycles`` figure of :func:`evaluate_orders` of the candidates ``idx`` (an
-    index array into the prepared ones), shape (orders, len(idx)): the same operations, element
-    for element, as the full call makes for them (a loop no chosen candidate iterates is left
-    out, which changes no product). A ``backing`` of a weight-only quantized op needs ``prep``
-    prepared with its weight elements fed."""
+) -> Timed:
+    """The DRAM and time figures of :func:`evaluate_orders` of the candidates ``idx`` (an
+    index array into the prepared ones): the same operations, element for element, as the full
+    call makes for them (a loop no chosen candidate iterates is left out, which changes no
+    product). A ``backing`` of a weight-only quantized op needs ``prep`` prepared with its
+    weight elements fed."""
     counts = {d: v[idx] for d, v in prep.counts.items()}
     fig = dram_figures(prob, counts, orders, chip.cores, NP, multicast_of(chip),
                        partials_capacity_bytes(chip))
@@ -280,7 +297,29 @@ def total_cycles_at(
         outer = _Outer(backing.at(idx), fed, writes, prep.tiles[idx], prep.folds[idx])
     time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], fig.iterations, fig.longest, sram,
                  dram_bytes, fig.kernels, NP, outer)
-    return time["total_cycles"]  # type: ignore[no-any-return]
+    return Timed(fig, time)
+
+
+def total_cycles_at(
+    prob: Problem, tpl: Template, chip: Chip, prep: Prepared, orders: Orders, idx: Any,
+    backing: Backing | None = None,
+) -> Arr:
+    """The ``total_cycles`` figure of :func:`timed_at`, shape (orders, len(idx))."""
+    return timed_at(prob, tpl, chip, prep, orders, idx, backing).time["total_cycles"]  # type: ignore[no-any-return]
+
+
+def one_of(x: Any, o: int, i: int) -> Any:
+    """Candidate ``i`` in order ``o`` of figures of :func:`evaluate_orders` or of a
+    :class:`Timed`, in floats (a dict, a :class:`~infersim.dataflow.loopnest.waves.Waves` or a
+    :class:`~infersim.dataflow.loopnest.dram.DramFigures` of them; None kept)."""
+    if isinstance(x, np.ndarray):
+        return float(x[o, i] if x.ndim == 2 else x[i] if x.ndim == 1 else x)
+    if isinstance(x, dict):
+        return {k: one_of(v, o, i) for k, v in x.items()}
+    if isinstance(x, tuple):
+        each = [one_of(v, o, i) for v in x]
+        return type(x)(*each) if hasattr(x, "_fields") else tuple(each)
+    return x if x is None else float(x)
 
 
 def total_cycles_orders(
@@ -313,46 +352,68 @@ def figures_of(
     first), ``bound`` says which level binds, and ``levels`` holds the
     :class:`~infersim.dataflow.loopnest.waves.Waves` it was made of; the other figures are the
     cores view's."""
-    prob, tpl, chip, rate = nest
-    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
+    prob, _, chip, _ = nest
     classes = tile_classes(prob, tile, xp)
     sums = all_tiles(nest, classes, rf, xp)
-    dram_rd, dram_wr, iterations, longest, kernels = dram_figures(
-        prob, classes.counts, orders, cores, xp, multicast_of(chip), partials_capacity_bytes(chip))
+    dram = dram_figures(prob, classes.counts, orders, chip.cores, xp, multicast_of(chip),
+                        partials_capacity_bytes(chip))  # fmt: skip
+    dram_bytes = sum(dram.reads[name] + dram.writes[name] for name in OPERANDS)
+    sram: Figures = {name: tile_bytes(prob, name, tile, xp) for name in OPERANDS}
+    outer = None
+    if backing is not None:
+        fed = sums[KEYS["weight"][0]] if dequantizes(backing) else None
+        writes = sum(dram.writes[name] for name in OPERANDS)
+        outer = _Outer(backing, fed, writes, prod(classes.counts.values()), sums["folds"])
+    time = _time(nest, sums["cycles"], dram.iterations, dram.longest, sram, dram_bytes,
+                 dram.kernels, xp, outer)  # fmt: skip
+    return _figures(nest, tile, rf, xp, classes.counts, sums, sram, Timed(dram, time))
+
+
+def picked_figures(nest: Nest, tile: Figures, rf: Figures, timed: Timed) -> Figures:
+    """:func:`figures_of` in plain floats of one tiling (extents ``tile``, RF factors ``rf``)
+    whose DRAM and time figures a search priced already (``timed``, in floats: see
+    :func:`one_of`): its fold sums are computed, its DRAM traffic and time taken."""
+    prob = nest.prob
+    classes = tile_classes(prob, tile, PY)
+    sram: Figures = {name: tile_bytes(prob, name, tile, PY) for name in OPERANDS}
+    return _figures(nest, tile, rf, PY, classes.counts, all_tiles(nest, classes, rf, PY), sram,
+                    timed)  # fmt: skip
+
+
+def _figures(
+    nest: Nest, tile: Figures, rf: Figures, xp: MathNamespace, counts: Figures, sums: Figures,
+    sram: Figures, timed: Timed,
+) -> Figures:
+    """The figures of :func:`figures_of` from the tiles' ``counts`` along each dim, their fold
+    ``sums``, the ``sram`` bytes per operand of one tile, and their DRAM and time figures."""
+    prob, tpl, chip, rate = nest
+    rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
+    dram, time = timed
     ob = prob.operand_bytes
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
     traffic: dict[str, dict[str, tuple[Any, Any]]] = {level: {} for level in LEVELS}
     zero = xp.zeros_like(tile["G"])
     for name, keys in KEYS.items():
         b = ob[name]
-        traffic["dram"][name] = (dram_rd[name], dram_wr[name])
+        rd, wr = dram.reads[name], dram.writes[name]
+        traffic["dram"][name] = (rd, wr)
         feed, deliver, rf_slots = (sums[key] for key in keys)
         if name == "output":
-            traffic["sram"][name] = (
-                (feed - out_elems) * b + dram_wr[name],
-                feed * b + dram_rd[name],
-            )
+            traffic["sram"][name] = ((feed - out_elems) * b + wr, feed * b + rd)
             traffic["array"][name] = (zero, deliver * b)
             traffic["register_file"][name] = (rf_slots * b, rf_slots * b)
         else:
-            traffic["sram"][name] = (feed * b, dram_rd[name])
+            traffic["sram"][name] = (feed * b, rd)
             traffic["array"][name] = (deliver * b, zero)
             traffic["register_file"][name] = (
                 rf_slots * b,
                 xp.where(rf_slots > 0, deliver * b, 0.0),
             )
     dram_bytes = sum(r + w for r, w in traffic["dram"].values())
-    sram: Figures = {name: tile_bytes(prob, name, tile, xp) for name in OPERANDS}
-    outer = None
-    if backing is not None:
-        fed = sums[KEYS["weight"][0]] if dequantizes(backing) else None
-        writes = sum(dram_wr[name] for name in OPERANDS)
-        outer = _Outer(backing, fed, writes, prod(classes.counts.values()), sums["folds"])
-    time = _time(nest, sums["cycles"], iterations, longest, sram, dram_bytes, kernels, xp, outer)
     return {
         "traffic": traffic,
-        "iterations": iterations,
-        "tiles": prod(classes.counts.values()),
+        "iterations": dram.iterations,
+        "tiles": prod(counts.values()),
         "folds": sums["folds"],
         "mapping_efficiency": sums["used"] / (sums["folds"] * rows * cols),
         "compute_utilization": sums["util_num"] / sums["util_den"],

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow.loopnest.figures import figures_of
+from infersim.dataflow.loopnest.figures import Timed, figures_of, picked_figures
 from infersim.dataflow.loopnest.numerics import PY, Figures
 from infersim.dataflow.loopnest.problem import TILEABLE, Problem, Tiling, nest_of, problem_of
 from infersim.dataflow.loopnest.waves import BOUNDS, Backing, Waves
@@ -202,11 +202,14 @@ def analyze(
 
 
 def build_mapping(
-    prob: Problem, tpl: Template, chip: Chip, tiling: Tiling, backing: Backing | None = None
+    prob: Problem, tpl: Template, chip: Chip, tiling: Tiling, backing: Backing | None = None,
+    timed: Timed | None = None,
 ) -> Mapping:
     """The :class:`Mapping` of one valid ``tiling``, evaluated in plain floats (with a
     ``backing``, timed as the cores view ``chip`` of a two-level chip: see
-    :func:`~infersim.dataflow.loopnest.figures.figures_of`)."""
+    :func:`~infersim.dataflow.loopnest.figures.figures_of`). ``timed``: its DRAM and time
+    figures in floats where a search priced them already (taken, not recomputed:
+    :func:`~infersim.dataflow.loopnest.figures.picked_figures`)."""
     tile = tiling.extents(prob)
     full = Tiling(
         tile=tile,
@@ -215,7 +218,11 @@ def build_mapping(
     )
     floats = {d: float(v) for d, v in tile.items()}
     rf = {d: float(v) for d, v in full.rf.items()}
-    fig = figures_of(nest_of(prob, tpl, chip), floats, (full.order,), rf, PY, backing)
+    nest = nest_of(prob, tpl, chip)
+    if timed is None:
+        fig = figures_of(nest, floats, (full.order,), rf, PY, backing)
+    else:
+        fig = picked_figures(nest, floats, rf, timed)
     return mapping_of(prob, tpl, chip, full, fig, 0, 0)
 
 

@@ -346,7 +346,8 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         mapping = mapping_of(op, chip, dataflow)
         dram_bytes, dram_s = mapping.dram_bytes, 0.0
         map_s = mapping_seconds(op, chip, mapping)
-        energy_pj = energy(mapping, chip).total_pj
+        view, spent = chip, energy(mapping, chip)
+        energy_pj = spent.total_pj
         bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", vector_s,
                                         mapping.kernels)  # fmt: skip
         compute_s = (mapping.compute_cycles / chip.freq_hz + map_s
@@ -358,8 +359,8 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         assert mapping.levels is not None
         dram_bytes = op_backing(op, chip).dram_bytes
         dram_s = dram_level_s(op, chip, mapping, dram_bytes)
-        energy_pj = (energy(mapping, cores_view).total_pj
-                     + dram_bytes * chip.energy.dram_pj_per_byte)
+        view, spent = cores_view, energy(mapping, cores_view)
+        energy_pj = spent.total_pj + dram_bytes * chip.energy.dram_pj_per_byte
         bound, both_s = cast(Bound, mapping.bound), two_level_s(cores_view, mapping)
         if vector_s > both_s:
             bound, both_s = "vector", vector_s
@@ -370,9 +371,8 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         compute_s = (mapping.compute_cycles + converting) / chip.freq_hz
     vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
         if isinstance(op, Gemm) else op.vector_flops
-    view = chip if chip.shared_sram is None else level_views(chip)[0]
     if isinstance(op, Gemm) and on_lanes(op, view, mapping):  # FMAs on the lanes
-        energy_pj -= energy(mapping, view).mac_pj
+        energy_pj -= spent.mac_pj
         vector_flops += 2.0 * op.macs
     return OpCost(
         name=op.name,
