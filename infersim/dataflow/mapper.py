@@ -80,7 +80,13 @@ from infersim.dataflow.loopnest.figures import (
 )
 from infersim.dataflow.loopnest.folds import clear_tile_folds
 from infersim.dataflow.loopnest.numerics import NumpyMath, prod_skipping_ones
-from infersim.dataflow.loopnest.problem import clear_problems, stack_key, stacked, tile_factors
+from infersim.dataflow.loopnest.problem import (
+    clear_problems,
+    stack_key,
+    stacked,
+    tile_factors,
+    total_footprint,
+)
 from infersim.dataflow.loopnest.waves import Backing, stacked_backing
 from infersim.dataflow.templates import (
     ACCUMULATOR_BYTES,
@@ -589,11 +595,13 @@ def _search_latency(
         kept, cycles, timed, cols = _bounded(prob, parts[0][1], chip, joint, top_k, backing)
     else:
         kept = np.arange(len(joint.cycles))
-        cycles = np.concatenate([t.time["total_cycles"][:, lo:hi] for t, lo, hi in every], axis=1)
+        per_part = [t.time["total_cycles"][:, lo:hi] for t, lo, hi in every]
+        cycles = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
     seconds = cycles / chip.freq_hz  # (orders, kept)
     flat = seconds.reshape(-1)  # order-major
-    order = np.flatnonzero(flat == flat.min()) if top_k == 1 else np.empty(0, np.intp)
-    if len(order) != 1:  # by time, then template rank, then the template's own order-major index
+    if len(parts) == 1:  # one template: its own order-major index is the flat one (kept ascend)
+        order = np.argsort(flat, kind="stable")[:top_k]
+    else:  # by time, then template rank, then the template's own order-major index
         which = np.searchsorted(starts, kept, side="right") - 1
         local = kept - starts[which]
         o = np.arange(len(ORDERS))[:, None]
@@ -723,7 +731,7 @@ def search_many(
         if not parts:
             continue
         got = [preps[(sig, tpl.name)] for _, tpl, _, _ in parts]
-        starts = np.cumsum([0] + [len(p.cycles) for p, _ in got])
+        starts = np.array([0, *itertools.accumulate(len(p.cycles) for p, _ in got)])
         joint = _concat([p for p, _ in got])
         found = (parts, joint, starts, np.array([part[0] for part in parts]))
         _search_cache(_latency_key(sig, names, chip, dequantizes(backing)),
@@ -781,7 +789,7 @@ def _prepare_all(
             preps.append(prepare(prob, tpl, chip, tile, rf, weight_fed))
     if not parts:
         return None
-    starts = np.cumsum([0] + [len(p.cycles) for p in preps])
+    starts = np.array([0, *itertools.accumulate(len(p.cycles) for p in preps)])
     return parts, _concat(preps), starts, np.array([part[0] for part in parts])
 
 
@@ -894,19 +902,24 @@ def _refetch_free(prob: Problem, chip: Chip) -> dict[str, Access] | None:
     the grid holds such a tiling, and the tiling the grid search picks moves no more bytes (it
     moves the fewest; no tiling moves fewer than each operand once), so it too fetches every
     operand once. Without a halo every such tiling moves the same bytes per operand, in any
-    order: the figures are those of the one that fits, evaluated as :func:`traffic_of`
-    evaluates the searched one."""
+    order: each operand's footprint once, the output's written at its epilogue scale, what
+    :func:`~infersim.dataflow.loopnest.dram.dram_figures` computes where no loop iterates on
+    one core (x × 1.0 and 0.0 + x are x exactly)."""
     dims = prob.dims
     if chip.cores != 1 or any(not isinstance(dims[d], int) or dims[d] != 1
                               for d in ("G", "N", "Q", "R", "S")):  # fmt: skip
         return None
     for cut in ("K", "C", "P"):  # the one dim cut, the other two whole
         tile = {d: 1.0 if d == cut else float(dims[d]) for d in DIMS}
-        if sram_need(prob, None, tile) <= chip.sram.capacity_bytes:
+        if 2.0 * buffer_bytes(prob, None, tile, PY) <= chip.sram.capacity_bytes:
             counts = {d: PY.ceil_div(float(dims[d]), tile[d]) for d in DIMS}
-            reads, writes, _ = dram_traffic(prob, counts, (TILEABLE,), 1, PY, multicast_of(chip),
-                                            partials_capacity_bytes(chip))  # fmt: skip
-            return {name: Access(float(reads[name]), float(writes[name])) for name in OPERANDS}
+            once = {name: float(total_footprint(prob, name, counts) * prob.operand_bytes[name])
+                    for name in OPERANDS}  # fmt: skip
+            return {
+                "input": Access(once["input"], 0.0),
+                "weight": Access(once["weight"], 0.0),
+                "output": Access(0.0, once["output"] * prob.output_write_scale),
+            }
     return None
 
 
@@ -1121,8 +1134,12 @@ def map_op(
         raise InfersimError(f"unknown objective {objective!r}; allowed: {', '.join(OBJECTIVES)}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise InfersimError(f"top_k = {top_k!r}: must be an integer >= 1")
-    prob, names = _checked(op, chip, dataflow)
     sig = op.signature()
+    if objective == "latency" and not exhaustive:  # searched already (so checked): its answer
+        done = _CACHE.get(_latency_cache_key(sig, chip, dataflow, top_k, backing))
+        if done:
+            return done[0] if top_k == 1 else list(done)
+    prob, names = _checked(op, chip, dataflow)
     ranked: list[tuple[float, int, Mapping]] = []
     if objective == "latency" and not exhaustive:  # every template in one bounded pass
         key: tuple[Any, ...] = _latency_cache_key(sig, chip, dataflow, top_k, backing)
