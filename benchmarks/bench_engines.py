@@ -7,7 +7,9 @@ Run: ``.venv/bin/python benchmarks/bench_engines.py`` (``--quick`` skips the rep
 1. cold and warm whole-model cost per engine: llama-3-8b and llama-3-70b, prefill 2048 and
    decode at 2048 context, on h100-sxm and on a fresh custom chip variant (h100-sxm with another
    L2 size: nothing its mappings depend on is shared with a chip seen before). Cold = every
-   engine cache cleared first; warm = the same call again. Each figure is the best of 3.
+   engine cache cleared first; warm = the same call again. Each figure is the best of
+   :data:`REPEATS` runs, the two engines' runs interleaved (a busy spell of the machine lands
+   on both), and a last line gives the median and the range of the cold ratios.
 2. a bandwidth-only variant of h100-sxm after the h100-sxm runs: the searches' prepared
    candidates depend on the array, SRAMs and dtypes, not on DRAM bandwidth, and are reused.
    On a two-level chip (the GPU presets) the cores' candidates are timed with the DRAM level
@@ -40,7 +42,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -48,7 +49,8 @@ from infersim import Scenario, load_chip, load_model
 from infersim.simulator.inference import simulate
 
 BIN = Path(sys.executable).parent
-REPEATS = 3
+REPEATS = 7
+"""Runs per whole-model figure (a point costs milliseconds: the best of 7 is the quiet one)."""
 
 
 def clear_caches() -> None:
@@ -61,18 +63,6 @@ def clear_caches() -> None:
     analytic.clear_cache()
 
 
-def best(fn: Callable[[], object], cold: bool) -> float:
-    """Best of REPEATS wall times of ``fn`` (caches cleared before each when ``cold``)."""
-    times = []
-    for _ in range(REPEATS):
-        if cold:
-            clear_caches()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def whole_model() -> None:
     h100 = load_chip("h100-sxm")
     assert h100.shared_sram is not None
@@ -81,22 +71,34 @@ def whole_model() -> None:
         ("prefill 2048", Scenario(phase="prefill", batch=1, prompt_len=2048)),
         ("decode @2048", Scenario(phase="decode", batch=1, context_len=2048)),
     ]
-    print("whole-model step cost, ms (best of 3); ratio = analytic / roofline")
+    print(f"whole-model step cost, ms (best of {REPEATS}, the engines interleaved); "
+          "ratio = analytic / roofline")
     print(f"{'model':12s} {'step':13s} {'chip':16s} {'roofline cold':>13s} {'analytic cold':>13s}"
           f" {'ratio':>6s} {'roofline warm':>13s} {'analytic warm':>13s} {'ratio':>6s}")
+    ratios = []
     for model_name in ("llama-3-8b", "llama-3-70b"):
         model = load_model(model_name)
         for step, scenario in cases:
             for chip_name, chip in (("h100-sxm", h100), ("h100 L2/2", variant)):
-                row = {}
-                for engine in ("roofline", "analytic"):
-                    run = partial(simulate, chip, model, scenario, engine=engine,
-                                  ways_out=False)  # fmt: skip
-                    row[engine] = (best(run, cold=True), best(run, cold=False))
-                (rc, rw), (ac, aw) = row["roofline"], row["analytic"]
+                times: dict[tuple[str, bool], list[float]] = {}
+                for _ in range(REPEATS):
+                    for engine in ("roofline", "analytic"):
+                        run = partial(simulate, chip, model, scenario, engine=engine,
+                                      ways_out=False)  # fmt: skip
+                        clear_caches()
+                        for cold in (True, False):  # cold, then the same call again
+                            start = time.perf_counter()
+                            run()
+                            times.setdefault((engine, cold), []).append(
+                                time.perf_counter() - start)
+                rc, ac, rw, aw = (min(times[(engine, cold)]) for cold in (True, False)
+                                  for engine in ("roofline", "analytic"))  # fmt: skip
+                ratios.append(ac / rc)
                 print(f"{model_name:12s} {step:13s} {chip_name:16s} {rc * 1e3:13.2f} "
                       f"{ac * 1e3:13.2f} {ac / rc:5.1f}x {rw * 1e3:13.2f} {aw * 1e3:13.2f} "
                       f"{aw / rw:5.1f}x")
+    print(f"cold ratio over these {len(ratios)} points: median {statistics.median(ratios):.1f}x, "
+          f"{min(ratios):.1f}-{max(ratios):.1f}x")
 
 
 def bandwidth_variant() -> None:
