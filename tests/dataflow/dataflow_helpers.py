@@ -6,10 +6,22 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 from infersim.arch_models.chip import Chip
 from infersim.arch_models.presets import load_chip
+from infersim.workloads.ops import Conv2d
 
 GOLDEN = Path(__file__).parent / "golden" / "scalesim_compute.csv"
+
+
+CONVS = st.builds(
+    lambda c, k, hw, r: Conv2d(name="c", batch=1, in_channels=c, out_channels=k, in_h=hw,
+                               in_w=hw, kernel_h=r, kernel_w=r, stride=1, padding=r // 2),
+    c=st.sampled_from([3, 64]), k=st.sampled_from([64, 128]), hw=st.sampled_from([14, 56]),
+    r=st.sampled_from([1, 3]),
+)  # fmt: skip
+"""Small same-padded convolutions (1x1 and 3x3, 3 or 64 channels in): the searches' conv cases."""
 
 
 def golden_rows() -> list[dict[str, str]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from dataflow_helpers import CONVS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,7 @@ from infersim.dataflow import mapper as mapper_module
 from infersim.dataflow.loopnest import problem_of
 from infersim.errors import InfersimError
 from infersim.simulator.engines.analytic import level_views
-from infersim.workloads.ops import Conv2d, Gemm, OpBase
+from infersim.workloads.ops import Gemm, OpBase
 
 
 def _chips() -> list[Chip]:
@@ -49,12 +50,6 @@ gemms = st.builds(
     batch=st.sampled_from([1, 1, 4]),
     dtype=st.sampled_from(["bf16", "int8"]),
 )
-convs = st.builds(
-    lambda c, k, hw, r: Conv2d(name="c", batch=1, in_channels=c, out_channels=k, in_h=hw,
-                               in_w=hw, kernel_h=r, kernel_w=r, stride=1, padding=r // 2),
-    c=st.sampled_from([3, 64]), k=st.sampled_from([64, 128]), hw=st.sampled_from([14, 56]),
-    r=st.sampled_from([1, 3]),
-)  # fmt: skip
 
 
 def _each(fn: Callable[[OpBase], object], ops: list[OpBase]) -> list[object]:
@@ -76,7 +71,7 @@ def _refetch_free(op: OpBase, chip: Chip) -> bool:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=st.lists(st.one_of(gemms, gemms, convs), min_size=2, max_size=7),
+@given(ops=st.lists(st.one_of(gemms, gemms, CONVS), min_size=2, max_size=7),
        chip_index=st.integers(0, len(CHIPS) - 1), best=st.booleans())  # fmt: skip
 def test_batched_searches_equal_the_searches_one_by_one(
     ops: list[OpBase], chip_index: int, best: bool
@@ -136,7 +131,7 @@ dequantized = st.builds(
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=st.lists(st.one_of(gemms, gemms, dequantized, convs), min_size=2, max_size=6),
+@given(ops=st.lists(st.one_of(gemms, gemms, dequantized, CONVS), min_size=2, max_size=6),
        chip_index=st.integers(0, len(TWO_LEVEL) - 1))  # fmt: skip
 def test_batched_searches_with_backings_equal_the_searches_one_by_one(
     ops: list[OpBase], chip_index: int

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from dataflow_helpers import CONVS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ from infersim.dataflow import Backing, Mapping, analyze, clear_cache, map_op, se
 from infersim.dataflow import mapper as mapper_module
 from infersim.errors import InfersimError
 from infersim.simulator.engines.analytic import level_views, op_backing
-from infersim.workloads.ops import Conv2d, Gemm, OpBase
+from infersim.workloads.ops import Gemm, OpBase
 
 PRESETS = [load_chip(n) for n in ("h100-sxm", "a100-sxm-80gb", "tpu-v4", "eyeriss-v1")]
 
@@ -28,12 +29,6 @@ gemms = st.builds(
     k=st.sampled_from([64, 1000, 4096, 14336]),
     n=st.sampled_from([32, 300, 4096, 28672]),
     dtype=st.sampled_from(["bf16", "int8", "fp8"]),
-)  # fmt: skip
-convs = st.builds(
-    lambda c, k, hw, r: Conv2d(name="c", batch=1, in_channels=c, out_channels=k, in_h=hw,
-                               in_w=hw, kernel_h=r, kernel_w=r, stride=1, padding=r // 2),
-    c=st.sampled_from([3, 64]), k=st.sampled_from([64, 128]), hw=st.sampled_from([14, 56]),
-    r=st.sampled_from([1, 3]),
 )  # fmt: skip
 
 
@@ -53,7 +48,7 @@ def _views(chip: Chip, op: OpBase) -> tuple[Chip, Backing | None]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(op=st.one_of(gemms, gemms, convs), chip_index=st.integers(0, len(PRESETS) - 1),
+@given(op=st.one_of(gemms, gemms, CONVS), chip_index=st.integers(0, len(PRESETS) - 1),
        batched=st.booleans())  # fmt: skip
 def test_a_searched_mapping_equals_its_tiling_evaluated_in_full(
     op: OpBase, chip_index: int, batched: bool
