@@ -719,7 +719,7 @@ def search_many(
         small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
         backing = None if plain else stacked_backing(
             [b for sig in sigs if (b := jobs[sig][2]) is not None], sizes)
-        timed = (timed_at(prob, tpl, chip, prep, ORDERS, np.arange(len(prep.cycles)), backing)
+        timed = (timed_at(prob, tpl, chip, prep, ORDERS, slice(None), backing)
                  if all(small) else None)  # fmt: skip
         lo = 0
         for sig, size in zip(sigs, sizes, strict=True):
@@ -828,7 +828,7 @@ def _bounded(
     bound = lower_bound_cycles(prob, tpl, chip, prep, backing) if n > 2 * seeds else None
     if bound is None or not np.isfinite(bound).all():
         every = np.arange(n)
-        timed = timed_at(prob, tpl, chip, prep, ORDERS, every, backing)
+        timed = timed_at(prob, tpl, chip, prep, ORDERS, slice(None), backing)  # views, no copies
         return every, timed.time["total_cycles"], timed, every
     first = np.sort(np.argpartition(bound, seeds - 1)[:seeds])
     timed = timed_at(prob, tpl, chip, prep, ORDERS, first, backing)

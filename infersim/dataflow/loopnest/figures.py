@@ -54,6 +54,7 @@ from infersim.dataflow.loopnest.tiles import all_tiles, tile_classes
 from infersim.dataflow.loopnest.waves import (
     Backing,
     CoresFigures,
+    Waves,
     feed_bytes_per_cycle,
     feed_of,
     split_of,
@@ -281,10 +282,10 @@ def timed_at(
     backing: Backing | None = None,
 ) -> Timed:
     """The DRAM and time figures of :func:`evaluate_orders` of the candidates ``idx`` (an
-    index array into the prepared ones): the same operations, element for element, as the full
-    call makes for them (a loop no chosen candidate iterates is left out, which changes no
-    product). A ``backing`` of a weight-only quantized op needs ``prep`` prepared with its
-    weight elements fed."""
+    index array into the prepared ones, or a slice): the same operations, element for element,
+    as the full call makes for them (a loop no chosen candidate iterates is left out, which
+    changes no product). A ``backing`` of a weight-only quantized op needs ``prep`` prepared
+    with its weight elements fed."""
     counts = {d: v[idx] for d, v in prep.counts.items()}
     fig = dram_figures(prob, counts, orders, chip.cores, NP, multicast_of(chip),
                        partials_capacity_bytes(chip))
@@ -312,14 +313,32 @@ def one_of(x: Any, o: int, i: int) -> Any:
     """Candidate ``i`` in order ``o`` of figures of :func:`evaluate_orders` or of a
     :class:`Timed`, in floats (a dict, a :class:`~infersim.dataflow.loopnest.waves.Waves` or a
     :class:`~infersim.dataflow.loopnest.dram.DramFigures` of them; None kept)."""
+    if isinstance(x, Timed):  # its known structure, without walking it
+        d = x.dram
+        dram = DramFigures({k: _one(v, o, i) for k, v in d.reads.items()},
+                           {k: _one(v, o, i) for k, v in d.writes.items()},
+                           _one(d.iterations, o, i), _one(d.longest, o, i),
+                           _one(d.kernels, o, i))  # fmt: skip
+        time: Figures = {k: _one(v, o, i) for k, v in x.time.items() if k != "levels"}
+        levels = x.time["levels"]
+        time["levels"] = None if levels is None else Waves(*(_one(v, o, i) for v in levels))
+        return Timed(dram, time)
     if isinstance(x, np.ndarray):
-        return float(x[o, i] if x.ndim == 2 else x[i] if x.ndim == 1 else x)
+        return _one(x, o, i)
     if isinstance(x, dict):
         return {k: one_of(v, o, i) for k, v in x.items()}
     if isinstance(x, tuple):
         each = [one_of(v, o, i) for v in x]
         return type(x)(*each) if hasattr(x, "_fields") else tuple(each)
     return x if x is None else float(x)
+
+
+def _one(x: Any, o: int, i: int) -> float:
+    """Candidate ``i`` in order ``o`` of one figure (an array over orders and candidates, over
+    candidates, or one number)."""
+    if isinstance(x, np.ndarray):
+        return float(x[o, i] if x.ndim == 2 else x[i] if x.ndim == 1 else x)
+    return float(x)
 
 
 def total_cycles_orders(
