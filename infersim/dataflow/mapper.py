@@ -600,7 +600,7 @@ def _search_latency(
     seconds = cycles / chip.freq_hz  # (orders, kept)
     flat = seconds.reshape(-1)  # order-major
     if len(parts) == 1:  # one template: its own order-major index is the flat one (kept ascend)
-        order = np.argsort(flat, kind="stable")[:top_k]
+        order = flat.argsort(kind="stable")[:top_k]
     else:  # by time, then template rank, then the template's own order-major index
         which = np.searchsorted(starts, kept, side="right") - 1
         local = kept - starts[which]

@@ -195,7 +195,7 @@ def stacked(probs: Sequence[Problem], sizes: Sequence[int]) -> Problem:
         raise ValueError(f"stacked problems must share {stack_key.__doc__}: got {keys}")
 
     def column(values: list[float]) -> Any:
-        return np.repeat(np.array(values, dtype=np.float64), sizes)
+        return np.array(values, dtype=np.float64).repeat(sizes)
 
     first = probs[0]
     dims: dict[str, Any] = {

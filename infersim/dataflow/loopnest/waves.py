@@ -222,7 +222,7 @@ def stacked_backing(backings: list[Backing], sizes: list[int]) -> Backing:
         raise ValueError(f"stacked backings must share their DRAM rates: got {rates}")
 
     def column(values: list[float]) -> Any:
-        return np.repeat(np.array(values, dtype=np.float64), sizes)
+        return np.array(values, dtype=np.float64).repeat(sizes)
 
     return Backing(
         dram_bytes=column([b.dram_bytes for b in backings]),
