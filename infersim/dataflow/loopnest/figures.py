@@ -309,33 +309,22 @@ def total_cycles_at(
     return timed_at(prob, tpl, chip, prep, orders, idx, backing).time["total_cycles"]  # type: ignore[no-any-return]
 
 
-def one_of(x: Any, o: int, i: int) -> Any:
-    """Candidate ``i`` in order ``o`` of figures of :func:`evaluate_orders` or of a
-    :class:`Timed`, in floats (a dict, a :class:`~infersim.dataflow.loopnest.waves.Waves` or a
-    :class:`~infersim.dataflow.loopnest.dram.DramFigures` of them; None kept)."""
-    if isinstance(x, Timed):  # its known structure, without walking it
-        d = x.dram
-        dram = DramFigures({k: _one(v, o, i) for k, v in d.reads.items()},
-                           {k: _one(v, o, i) for k, v in d.writes.items()},
-                           _one(d.iterations, o, i), _one(d.longest, o, i),
-                           _one(d.kernels, o, i))  # fmt: skip
-        time: Figures = {k: _one(v, o, i) for k, v in x.time.items() if k != "levels"}
-        levels = x.time["levels"]
-        time["levels"] = None if levels is None else Waves(*(_one(v, o, i) for v in levels))
-        return Timed(dram, time)
-    if isinstance(x, np.ndarray):
-        return _one(x, o, i)
-    if isinstance(x, dict):
-        return {k: one_of(v, o, i) for k, v in x.items()}
-    if isinstance(x, tuple):
-        each = [one_of(v, o, i) for v in x]
-        return type(x)(*each) if hasattr(x, "_fields") else tuple(each)
-    return x if x is None else float(x)
+def one_of(timed: Timed, o: int, i: int) -> Timed:
+    """Candidate ``i`` in order ``o`` of priced figures, in floats."""
+    d = timed.dram
+    dram = DramFigures({k: figure_at(v, o, i) for k, v in d.reads.items()},
+                       {k: figure_at(v, o, i) for k, v in d.writes.items()},
+                       figure_at(d.iterations, o, i), figure_at(d.longest, o, i),
+                       figure_at(d.kernels, o, i))  # fmt: skip
+    time: Figures = {k: figure_at(v, o, i) for k, v in timed.time.items() if k != "levels"}
+    levels = timed.time["levels"]
+    time["levels"] = None if levels is None else Waves(*(figure_at(v, o, i) for v in levels))
+    return Timed(dram, time)
 
 
-def _one(x: Any, o: int, i: int) -> float:
-    """Candidate ``i`` in order ``o`` of one figure (an array over orders and candidates, over
-    candidates, or one number)."""
+def figure_at(x: Any, o: int, i: int) -> float:
+    """Candidate ``i`` in order ``o`` of one figure of :func:`evaluate_orders` or
+    :func:`timed_at` (an array over orders and candidates, over candidates, or one number)."""
     if isinstance(x, np.ndarray):
         return float(x[o, i] if x.ndim == 2 else x[i] if x.ndim == 1 else x)
     return float(x)

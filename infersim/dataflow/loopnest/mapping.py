@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow.loopnest.figures import Timed, figures_of, picked_figures
+from infersim.dataflow.loopnest.figures import Timed, figure_at, figures_of, picked_figures
 from infersim.dataflow.loopnest.numerics import PY, Figures
 from infersim.dataflow.loopnest.problem import TILEABLE, Problem, Tiling, nest_of, problem_of
 from infersim.dataflow.loopnest.waves import BOUNDS, Backing, Waves
@@ -236,13 +236,9 @@ def mapping_of(
     one tiling (``o`` and ``i`` then unused)."""
     tile, order, rf_full = tiling.tile, tiling.order, tiling.rf
 
-    def one_of(x: Any) -> float:
-        if not isinstance(x, np.ndarray):
-            return float(x)
-        return float(x[o, i] if x.ndim == 2 else x[i])
-
     # the plain-float figures of one tiling hold no arrays: float() alone picks each
-    one: Any = one_of if isinstance(fig["total_cycles"], np.ndarray) else float
+    one: Any = (lambda x: figure_at(x, o, i)) if isinstance(fig["total_cycles"], np.ndarray) \
+        else float
 
     traffic = {
         level: {name: Access(one(r), one(w)) for name, (r, w) in ops.items()}
