@@ -12,7 +12,7 @@ import hashlib
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from infersim import dtypes
 from infersim.arch_models.constants import MAC_ENERGY_PJ, eyeriss_pj_per_byte
@@ -477,9 +477,20 @@ class Chip(Spec):
     def with_(self, **changes: Any) -> Chip:
         """A validated copy with dotted-path changes: ``chip.with_(**{"array.rows": 64})``.
 
+        Only the parts a change reaches are validated again (:func:`_changed`); the others are
+        this chip's, already valid and frozen, and no validator of a part reads another. Where
+        that fails, the whole description is validated, for the error that names every field.
+
         Raises:
             ConfigError: a path that names no field, or a value outside the field's range.
         """
+        try:
+            return _changed(self, _change_tree(changes))
+        except (ValidationError, _UnchangedError):
+            return self._with_validated(changes)
+
+    def _with_validated(self, changes: dict[str, Any]) -> Chip:
+        """:meth:`with_` by validating the whole changed description."""
         from infersim.io import validate
 
         data = self.model_dump()
@@ -494,3 +505,55 @@ class Chip(Spec):
                 raise ConfigError(f"chip has no field {path!r}")
             node[leaf] = value
         return validate(Chip, data, f"{self.name} with {changes}")
+
+
+class _UnchangedError(Exception):
+    """A change :func:`_changed` leaves to :meth:`Chip._with_validated` (which then raises
+    the error that names it, or makes the change)."""
+
+
+_LEAF = object()
+"""Where :func:`_change_tree` keeps the new value of a path that ends at a node."""
+
+
+def _change_tree(changes: dict[str, Any]) -> dict[Any, Any]:
+    """The dotted-path ``changes`` as a tree of their parts (a path's value under
+    :data:`_LEAF`)."""
+    tree: dict[Any, Any] = {}
+    for path, value in changes.items():
+        node = tree
+        for part in path.split("."):
+            node = node.setdefault(part, {})
+        node[_LEAF] = value
+    return tree
+
+
+def _changed(model: BaseModel, tree: dict[Any, Any]) -> Any:
+    """A copy of ``model`` with the changes ``tree`` (:func:`_change_tree`): a changed part
+    validated again from its fields, an unchanged one kept as it is (pydantic takes an instance
+    of the field's model without validating it again).
+
+    Raises:
+        ValidationError: a new value outside its field's range.
+        _UnchangedError: a path through no part, or a part replaced and changed at once.
+    """
+    fields = {name: getattr(model, name) for name in type(model).model_fields}
+    for name, sub in tree.items():
+        if name not in fields:
+            raise _UnchangedError(name)
+        if _LEAF in sub:
+            if len(sub) > 1:
+                raise _UnchangedError(name)
+            fields[name] = sub[_LEAF]
+        elif isinstance(fields[name], BaseModel):
+            fields[name] = _changed(fields[name], sub)
+        elif name in _MAPPING_FIELDS and isinstance(fields[name], dict):
+            entries = dict(fields[name])
+            for key, leaf in sub.items():
+                if len(leaf) != 1 or _LEAF not in leaf:
+                    raise _UnchangedError(name)
+                entries[key] = leaf[_LEAF]
+            fields[name] = entries
+        else:
+            raise _UnchangedError(name)
+    return type(model).model_validate(fields)
