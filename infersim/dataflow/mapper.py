@@ -40,7 +40,7 @@ import itertools
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, Literal, TypeVar, overload
 
 import numpy as np
@@ -206,21 +206,47 @@ def _nbytes(value: Any) -> int:
     return 0
 
 
+class _Deferred:
+    """An entry of :data:`_SEARCHES` made only when it is read (:func:`_search_defer`)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+
 def _search_cache(key: tuple[Any, ...], make: Any) -> Any:
     entry = _SEARCHES.get(key)
     if entry is not None:
         STATS["reused"] += 1
         _SEARCHES.move_to_end(key)
-        return entry[0]
-    STATS["searches"] += 1
+        if not isinstance(entry[0], _Deferred):
+            return entry[0]
+        make = entry[0].make  # made now, kept in its place (most recent)
+        del _SEARCHES[key]
+    else:
+        STATS["searches"] += 1
     found = make()
+    _keep(key, found)
+    return found
+
+
+def _search_defer(key: tuple[Any, ...], make: Callable[[], Any]) -> None:
+    """Count a search made for ``key`` whose entry ``make()`` gives when first read (a batched
+    pass keeps what each op's own search would have found, not knowing whether it will be
+    read: a chip that differs in the DRAM bandwidth reads it)."""
+    if key not in _SEARCHES:
+        STATS["searches"] += 1
+        _SEARCHES[key] = (_Deferred(make), 0)
+
+
+def _keep(key: tuple[Any, ...], found: Any) -> None:
+    """Keep ``found`` in :data:`_SEARCHES` with the bytes of its arrays, dropping the least
+    recently used entries beyond :data:`_SEARCHES_MAX_BYTES`."""
     size = _nbytes(found)
     _SEARCHES[key] = (found, size)
     _SEARCHES_BYTES[0] += size
     while _SEARCHES_BYTES[0] > _SEARCHES_MAX_BYTES and len(_SEARCHES) > 1:
         _, (_, dropped) = _SEARCHES.popitem(last=False)
         _SEARCHES_BYTES[0] -= dropped
-    return found
 
 
 GENERIC_DATAFLOWS: tuple[str, ...] = ("ws", "os", "is", "rs")
@@ -567,7 +593,7 @@ SEEDS = 32
 
 def _search_latency(
     prob: Problem, names: list[str], chip: Chip, top_k: int, sig: tuple[Any, ...],
-    every: list[tuple[Timed, int, int]] | None = None, backing: Backing | None = None,
+    backing: Backing | None = None,
 ) -> list[tuple[float, int, Mapping]]:
     """The ``top_k`` fastest mappings of ``prob`` over the templates ``names`` as (seconds,
     template rank, mapping), in the exhaustive search's order: by time, then template rank, then
@@ -579,52 +605,55 @@ def _search_latency(
     candidates with the lowest bounds are priced exactly; their ``top_k``-th best time prunes
     every candidate whose bound exceeds it; the rest are priced exactly (element for element as
     :func:`evaluate_orders` prices them). Only the picks are analyzed in full, in plain floats
-    (their fold sums; their DRAM and time figures are the priced ones).
+    (their fold sums; their DRAM and time figures are the priced ones: :func:`_fastest`).
     What the bounds and the exact times are made of but the DRAM bandwidth, the clock and the
     calibration do not change is kept per template across chips that differ only in those
-    (:data:`_SEARCHES`). ``every``: per template, the figures its candidates were all priced
-    in already (:func:`timed_at`) and where they lie there (:func:`search_many`).
-    ``backing``: see :func:`map_op`."""
+    (:data:`_SEARCHES`). ``backing``: see :func:`map_op`."""
     fed = dequantizes(backing)
     found = _search_cache(_latency_key(sig, names, chip, fed),
                           lambda: _prepare_all(prob, names, chip, fed))  # fmt: skip
     if found is None:
         return []
-    parts, joint, starts, part_ranks = found
-    if every is None:
-        kept, cycles, timed, cols = _bounded(prob, parts[0][1], chip, joint, top_k, backing)
-    else:
-        kept = np.arange(len(joint.cycles))
-        per_part = [t.time["total_cycles"][:, lo:hi] for t, lo, hi in every]
-        cycles = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
+    parts, joint, starts = found
+    kept, cycles, timed, cols = _bounded(prob, parts[0][1], chip, joint, top_k, backing)
+    return _fastest(prob, chip, top_k, parts, starts, kept, cycles, backing,
+                    lambda p, oi, j: one_of(timed, oi, int(cols[j])))  # fmt: skip
+
+
+def _fastest(
+    prob: Problem, chip: Chip, top_k: int, parts: list[_Part], starts: list[int], kept: Any,
+    cycles: Arr, backing: Backing | None, priced: Callable[[int, int, int], Timed],
+) -> list[tuple[float, int, Mapping]]:
+    """The ``top_k`` fastest of the candidates ``kept`` (ascending indices into the
+    templates' ``parts`` one after another, part p's from ``starts[p]``) whose total cycles
+    per order are ``cycles``, shape (orders, kept), as :func:`_search_latency` gives them;
+    ``priced(p, o, j)``: the DRAM and time figures of the j-th kept candidate (of part p) in
+    the o-th order."""
     seconds = cycles / chip.freq_hz  # (orders, kept)
     flat = seconds.reshape(-1)  # order-major
     if len(parts) == 1:  # one template: its own order-major index is the flat one (kept ascend)
         order = flat.argsort(kind="stable")[:top_k]
     else:  # by time, then template rank, then the template's own order-major index
-        which = np.searchsorted(starts, kept, side="right") - 1
-        local = kept - starts[which]
+        bounds = np.array(starts)
+        which = np.searchsorted(bounds, kept, side="right") - 1
+        local = kept - bounds[which]
         o = np.arange(len(ORDERS))[:, None]
-        flat_in_part = o * np.diff(starts)[which] + local
+        flat_in_part = o * np.diff(bounds)[which] + local
+        ranks = np.array([part[0] for part in parts])
         order = np.lexsort((flat_in_part.reshape(-1),
-                            np.broadcast_to(part_ranks[which], seconds.shape).reshape(-1),
+                            np.broadcast_to(ranks[which], seconds.shape).reshape(-1),
                             flat))[:top_k]  # fmt: skip
-    bounds = starts.tolist()
     out = []
     for pick in order:
         oi, j = divmod(int(pick), len(kept))
         k = int(kept[j])
-        p = bisect.bisect_right(bounds, k) - 1  # the part candidate k comes from
+        p = bisect.bisect_right(starts, k) - 1  # the part candidate k comes from
         rank, tpl, tile, rf = parts[p]
-        i = k - bounds[p]
+        i = k - starts[p]
         chosen = {d: int(tile[d][i]) for d in DIMS}
         factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
         tiling = Tiling(tile=chosen, order=ORDERS[oi], rf=factors)
-        if every is None:
-            priced = one_of(timed, oi, int(cols[j]))
-        else:
-            priced = one_of(every[p][0], oi, every[p][1] + i)
-        mapping = build_mapping(prob, tpl, chip, tiling, backing, priced)
+        mapping = build_mapping(prob, tpl, chip, tiling, backing, priced(p, oi, j))
         out.append((mapping.time_s, rank, mapping))
     return out
 
@@ -661,6 +690,60 @@ def _checked(op: OpBase, chip: Chip, dataflow: str) -> tuple[Problem, list[str]]
     return prob, dataflows_of(chip) if dataflow == "best" else [dataflow]
 
 
+_Part = tuple[int, Template, dict[str, Arr], dict[str, Arr]]
+"""A template's rank, the template, its fitting candidates' tile extents and RF factors."""
+
+
+_Job = tuple[Problem, list[str], "Backing | None"]
+"""An op's problem, the templates searched, and its DRAM level (None: none behind it)."""
+
+
+def _priced_groups(
+    jobs: dict[tuple[Any, ...], _Job], tiles: dict[tuple[Any, ...], list[_Part]],
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]], chip: Chip,
+) -> dict[tuple[tuple[Any, ...], str], tuple[Prepared, int, int, Timed | None]]:
+    """Per (op signature, template name) of :func:`search_many`: the prepared figures of its
+    group (the ops' candidates of one template stacked, :func:`stacked`), the op's candidates
+    there (from, to), and the figures every candidate of the group was priced in where every
+    op of the group has at most 2 x :data:`SEEDS` candidates (else None: searched bounded)."""
+    preps: dict[tuple[tuple[Any, ...], str], tuple[Prepared, int, int, Timed | None]] = {}
+    for (name, _, (plain, fed)), sigs in groups.items():
+        tpl = TEMPLATES[name]
+        mine = [next(p for p in tiles[sig] if p[1] is tpl) for sig in sigs]
+        sizes = [len(t["G"]) for _, _, t, _ in mine]
+        prob = stacked([jobs[sig][0] for sig in sigs], sizes)
+        tile = {d: np.concatenate([t[d] for _, _, t, _ in mine]) for d in DIMS}
+        rf = {d: np.concatenate([r[d] for _, _, _, r in mine]) for d in tpl.rf_split}
+        prep = prepare(prob, tpl, chip, tile, rf, fed)
+        small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
+        backing = None if plain else stacked_backing(
+            [b for sig in sigs if (b := jobs[sig][2]) is not None], sizes)
+        timed = (timed_at(prob, tpl, chip, prep, ORDERS, slice(None), backing)
+                 if all(small) else None)  # fmt: skip
+        lo = 0
+        for sig, size in zip(sigs, sizes, strict=True):
+            preps[(sig, name)] = (prep, lo, lo + size, timed)
+            lo += size
+    return preps
+
+
+def _batched_entry(
+    parts: list[_Part], got: list[tuple[Prepared, int, int, Timed | None]], starts: list[int]
+) -> tuple[list[_Part], Prepared, list[int]]:
+    """The :data:`_SEARCHES` entry of an op of :func:`search_many` (what
+    :func:`_prepare_all` gives): its candidates' prepared figures cut from its groups'."""
+    return parts, _concat([_sliced(prep, lo, hi) for prep, lo, hi, _ in got]), starts
+
+
+def _priced_in(
+    priced: list[tuple[Timed, int, int]], starts: list[int], p: int, o: int, j: int
+) -> Timed:
+    """The figures of the ``j``-th candidate of an op of :func:`search_many` (of its part
+    ``p``, whose candidates lie from ``priced[p][1]`` in its group's pricing) in order ``o``."""
+    timed, lo, _ = priced[p]
+    return one_of(timed, o, lo + j - starts[p])
+
+
 def search_many(
     ops: Sequence[OpBase], chip: Chip, dataflow: str = "best",
     backings: Sequence[Backing | None] | None = None,
@@ -681,7 +764,7 @@ def search_many(
     """
     if backings is not None and len(backings) != len(ops):
         raise ValueError(f"backings: {len(backings)} for {len(ops)} ops: give one per op")
-    jobs: dict[tuple[Any, ...], tuple[Problem, list[str], Backing | None]] = {}
+    jobs: dict[tuple[Any, ...], _Job] = {}
     for i, op in enumerate(ops):
         sig = op.signature()
         backing = None if backings is None else backings[i]
@@ -697,7 +780,7 @@ def search_many(
         return 0
     # per template, the candidates of every op (grids are memoized), stacked by group: ops
     # alike in what their timing reads (a backing or none, weights converted or not)
-    tiles: dict[tuple[Any, ...], list[tuple[int, Template, dict[str, Arr], dict[str, Arr]]]] = {}
+    tiles: dict[tuple[Any, ...], list[_Part]] = {}
     groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
     for sig, (prob, names, backing) in jobs.items():
         tiles[sig] = []
@@ -707,38 +790,24 @@ def search_many(
             if tile and len(tile["G"]):
                 tiles[sig].append((rank, TEMPLATES[name], tile, rf))
                 groups.setdefault((name, stack_key(prob), kind), []).append(sig)
-    preps: dict[tuple[tuple[Any, ...], str], tuple[Prepared, tuple[Timed, int, int] | None]] = {}
-    for (name, _, (plain, fed)), sigs in groups.items():
-        tpl = TEMPLATES[name]
-        mine = [next(p for p in tiles[sig] if p[1] is tpl) for sig in sigs]
-        sizes = [len(t["G"]) for _, _, t, _ in mine]
-        prob = stacked([jobs[sig][0] for sig in sigs], sizes)
-        tile = {d: np.concatenate([t[d] for _, _, t, _ in mine]) for d in DIMS}
-        rf = {d: np.concatenate([r[d] for _, _, _, r in mine]) for d in tpl.rf_split}
-        prep = prepare(prob, tpl, chip, tile, rf, fed)
-        small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
-        backing = None if plain else stacked_backing(
-            [b for sig in sigs if (b := jobs[sig][2]) is not None], sizes)
-        timed = (timed_at(prob, tpl, chip, prep, ORDERS, slice(None), backing)
-                 if all(small) else None)  # fmt: skip
-        lo = 0
-        for sig, size in zip(sigs, sizes, strict=True):
-            part = _sliced(prep, lo, lo + size)
-            preps[(sig, name)] = (part, None if timed is None else (timed, lo, lo + size))
-            lo += size
+    preps = _priced_groups(jobs, tiles, groups, chip)
     for sig, (prob, names, backing) in jobs.items():
         parts = tiles[sig]
         if not parts:
             continue
         got = [preps[(sig, tpl.name)] for _, tpl, _, _ in parts]
-        starts = np.array([0, *itertools.accumulate(len(p.cycles) for p, _ in got)])
-        joint = _concat([p for p, _ in got])
-        found = (parts, joint, starts, np.array([part[0] for part in parts]))
-        _search_cache(_latency_key(sig, names, chip, dequantizes(backing)),
-                      lambda found=found: found)  # fmt: skip
-        priced = [c for _, c in got if c is not None]
-        every = priced if len(priced) == len(got) and starts[-1] <= 2 * SEEDS else None
-        picks = _search_latency(prob, names, chip, 1, sig, every, backing)
+        starts = [0, *itertools.accumulate(hi - lo for _, lo, hi, _ in got)]
+        key = _latency_key(sig, names, chip, dequantizes(backing))
+        _search_defer(key, functools.partial(_batched_entry, parts, got, starts))
+        priced = [(t, lo, hi) for _, lo, hi, t in got if t is not None]
+        if len(priced) == len(got) and starts[-1] <= 2 * SEEDS:
+            # every candidate priced: the fastest read where the group's pricing holds them
+            per_part = [t.time["total_cycles"][:, lo:hi] for t, lo, hi in priced]
+            cycles = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
+            picks = _fastest(prob, chip, 1, parts, starts, np.arange(starts[-1]), cycles, backing,
+                             functools.partial(_priced_in, priced, starts))  # fmt: skip
+        else:
+            picks = _search_latency(prob, names, chip, 1, sig, backing)
         _CACHE.put(_latency_cache_key(sig, chip, dataflow, 1, backing),
                    tuple(m for _, _, m in picks))  # fmt: skip
     return len(jobs)
@@ -768,17 +837,13 @@ def _sliced(prep: Prepared, lo: int, hi: int) -> Prepared:
     )
 
 
-_Part = tuple[int, Template, dict[str, Arr], dict[str, Arr]]
-"""A template's rank, the template, its fitting candidates' tile extents and RF factors."""
-
-
 def _prepare_all(
     prob: Problem, names: list[str], chip: Chip, weight_fed: bool = False
-) -> tuple[list[_Part], Prepared, npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
+) -> tuple[list[_Part], Prepared, list[int]] | None:
     """The fitting candidates of every template of ``names`` and their :class:`Prepared`
     figures one template after another (with ``weight_fed``, the weight elements each feeds
-    the array too), with where each template's candidates start (and the total) and the
-    templates' ranks. None when nothing fits."""
+    the array too), with where each template's candidates start (and the total). None when
+    nothing fits."""
     parts: list[_Part] = []
     preps = []
     for rank, name in enumerate(names):
@@ -789,8 +854,8 @@ def _prepare_all(
             preps.append(prepare(prob, tpl, chip, tile, rf, weight_fed))
     if not parts:
         return None
-    starts = np.array([0, *itertools.accumulate(len(p.cycles) for p in preps)])
-    return parts, _concat(preps), starts, np.array([part[0] for part in parts])
+    starts = [0, *itertools.accumulate(len(p.cycles) for p in preps)]
+    return parts, _concat(preps), starts
 
 
 def _concat(preps: list[Prepared]) -> Prepared:
