@@ -74,14 +74,16 @@ def mac_energy_pj(macs: float, mac_class: str, chip: Chip, efficiency: Any = 1.0
 def energy(mapping: Mapping, chip: Chip) -> EnergyBreakdown:
     """Energy of ``mapping`` on ``chip``, broken down per level and per operand (picojoules)."""
     cost = level_pj_per_byte(chip)
-    by_level: dict[str, float] = {
-        level: sum(a.total_bytes for a in mapping.traffic[level].values()) * cost[level]
-        for level in LEVELS
-    }
-    by_operand: dict[str, float] = {
-        name: sum(mapping.traffic[level][name].total_bytes * cost[level] for level in LEVELS)
-        for name in OPERANDS
-    }
+    by_level: dict[str, float] = {}
+    by_operand: dict[str, float] = dict.fromkeys(OPERANDS, 0)
+    for level in LEVELS:  # the sums of sum(), left to right from 0, without its generators
+        pj = cost[level]
+        moved: float = 0
+        for name, a in mapping.traffic[level].items():
+            both = a.reads_bytes + a.writes_bytes
+            moved += both
+            by_operand[name] += both * pj
+        by_level[level] = moved * pj
     mac_pj = float(mac_energy_pj(mapping.macs, mapping.mac_class, chip,
                                  mapping.mapping_efficiency))  # fmt: skip
     by_level["mac"] = mac_pj

@@ -271,8 +271,10 @@ def mapping_cost(mapping: Mapping, chip: Chip, objective: Objective) -> float:
     return pj if objective == "energy" else pj * mapping.time_s
 
 
-def _ladder(extent: int, aligns: tuple[int, ...]) -> list[int]:
-    """Tile extents tried for a dim: whole, halvings, and array-side multiples (descending)."""
+@functools.lru_cache(maxsize=4096)
+def _ladder(extent: int, aligns: tuple[int, ...]) -> tuple[int, ...]:
+    """Tile extents tried for a dim: whole, halvings, and array-side multiples (descending;
+    memoized: a pure function of two small figures that every op with the extent asks)."""
     values = {extent}
     v = extent
     while v > 1:
@@ -283,7 +285,7 @@ def _ladder(extent: int, aligns: tuple[int, ...]) -> list[int]:
         while m < extent:
             values.add(m)
             m *= 2
-    return sorted(values, reverse=True)
+    return tuple(sorted(values, reverse=True))
 
 
 def _aligns(tpl: Template, dim: str, chip: Chip) -> tuple[int, ...]:
@@ -347,13 +349,15 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     return _grid(prob, tpl, chip, {d: _aligns(tpl, d, chip) for d in _CUT}, rf_opts)
 
 
-def _axis(prob: Problem, tpl: Template | None, dim: str, aligns: tuple[int, ...]) -> list[int]:
+def _axis(
+    prob: Problem, tpl: Template | None, dim: str, aligns: tuple[int, ...]
+) -> tuple[int, ...]:
     """The SRAM-tile extents tried for ``dim``: the template's own (capped at the dim,
     descending) or the ladder."""
     listed = dict(tpl.extents).get(dim) if tpl is not None else None
     if listed is None:
         return _ladder(prob.dims[dim], aligns)
-    return sorted({min(v, prob.dims[dim]) for v in listed}, reverse=True)
+    return tuple(sorted({min(v, prob.dims[dim]) for v in listed}, reverse=True))
 
 
 def sram_need(prob: Problem, tpl: Template | None, tile: dict[str, Any]) -> Any:
@@ -412,7 +416,7 @@ _GRIDS: _LRU[tuple[dict[str, Arr], dict[str, Arr]]] = _LRU(maxsize=4096)
 
 
 def _grid_key(
-    prob: Problem, tpl: Template | None, chip: Chip, axes: list[list[int]],
+    prob: Problem, tpl: Template | None, chip: Chip, axes: list[tuple[int, ...]],
     rf_opts: list[dict[str, int]], maximal: bool,
 ) -> tuple[Any, ...]:
     """What the fitting candidates of :func:`_grid` depend on: the ladders, the RF choices, the
@@ -459,7 +463,7 @@ def _fitting(
     prob: Problem,
     tpl: Template | None,
     chip: Chip,
-    ladders: list[list[int]],
+    ladders: list[tuple[int, ...]],
     rf_opts: list[dict[str, int]],
     maximal: bool = False,
 ) -> tuple[dict[str, Arr], dict[str, Arr]]:
@@ -833,6 +837,7 @@ def _sliced(prep: Prepared, lo: int, hi: int) -> Prepared:
         compulsory=cut(prep.compulsory),
         tiles=cut(prep.tiles),
         folds=cut(prep.folds),
+        footprints={n: cut(v) for n, v in prep.footprints.items()},
         weight_fed=None if prep.weight_fed is None else cut(prep.weight_fed),
     )
 
@@ -874,6 +879,7 @@ def _concat(preps: list[Prepared]) -> Prepared:
         compulsory=cat([p.compulsory for p in preps]),
         tiles=cat([p.tiles for p in preps]),
         folds=cat([p.folds for p in preps]),
+        footprints={n: cat([p.footprints[n] for p in preps]) for n in preps[0].footprints},
         weight_fed=None if preps[0].weight_fed is None else cat([p.weight_fed for p in preps]),
     )
 

@@ -136,12 +136,16 @@ def _loop_orders(orders: Orders, iterates: tuple[bool, ...]) -> _LoopOrders:
     return _LoopOrders(used, refetch_loops, outer_loops, len(orders))
 
 
-def held_chunks(prob: Problem, counts: Figures, capacity_bytes: float, xp: MathNamespace) -> Any:
+def held_chunks(
+    prob: Problem, counts: Figures, capacity_bytes: float, xp: MathNamespace,
+    out_bytes: Any = None,
+) -> Any:
     """Copies of the partial sums of the output (its footprint at the output's bytes per
-    element, as the spilled partial sums are counted) that ``capacity_bytes`` hold: the most
-    chunks a reduction loop is dealt in (whole copies, at least 1), with ``counts[d]`` SRAM
-    tiles along each dim."""
-    out_bytes = total_footprint(prob, "output", counts) * prob.operand_bytes["output"]
+    element, as the spilled partial sums are counted; ``out_bytes`` where the caller has it)
+    that ``capacity_bytes`` hold: the most chunks a reduction loop is dealt in (whole copies,
+    at least 1), with ``counts[d]`` SRAM tiles along each dim."""
+    if out_bytes is None:
+        out_bytes = total_footprint(prob, "output", counts) * prob.operand_bytes["output"]
     return xp.maximum(xp.floor(capacity_bytes / out_bytes), 1.0)
 
 
@@ -209,7 +213,7 @@ def dram_traffic(
 
 def dram_figures(
     prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace,
-    multicast: int = 1, capacity_bytes: float | None = None,
+    multicast: int = 1, capacity_bytes: float | None = None, footprints: Figures | None = None,
 ) -> DramFigures:
     """DRAM reads and writes per operand (bytes), the work items the dealt DRAM loops give the
     cores and the longest item's share (:class:`DramFigures`), with ``counts[d]`` SRAM tiles
@@ -223,7 +227,9 @@ def dram_figures(
     the cores dealt the loops it does not depend on fetch at once are divided by it (never
     below one), for the operand of the two where that saves more bytes (a cluster is laid
     along one dim of the grid). ``capacity_bytes``: what the level above the cores holds, which
-    caps the chunks of a reduction loop (:func:`held_chunks`; None: no cap).
+    caps the chunks of a reduction loop (:func:`held_chunks`; None: no cap). ``footprints``:
+    per operand, its tiles' bytes each once where the caller has them
+    (:func:`~infersim.dataflow.loopnest.figures.footprint_bytes` of ``counts``).
     """
     maxima = xp.max_each([counts[d] for d in _dims_of(orders)])
     st = _loop_orders(orders, tuple(m > 1.5 for m in maxima))
@@ -235,8 +241,8 @@ def dram_figures(
     kernels: Any = 1.0
     dealt: Figures = {}
     if cores > 1:
-        held = (float(cores) if capacity_bytes is None
-                else held_chunks(prob, counts, capacity_bytes, xp))  # fmt: skip
+        held = (float(cores) if capacity_bytes is None else held_chunks(
+            prob, counts, capacity_bytes, xp, None if footprints is None else footprints["output"]))
         dealt, iterations, longest, kernels = _deal(st, counts, cores, held, xp)
         cores_used = xp.minimum(iterations, float(cores))
     reads: Figures = {}
@@ -258,7 +264,8 @@ def dram_figures(
             if cores > 1:  # else the cores dealt d's iterations (or chunks) each fetch it
                 spread = spread * dealt[d]
                 copies = copies * (dealt[d] if reused is False else xp.where(reused, 1.0, dealt[d]))
-        total = total_footprint(prob, name, counts) * prob.operand_bytes[name]
+        total = (total_footprint(prob, name, counts) * prob.operand_bytes[name]
+                 if footprints is None else footprints[name])  # fmt: skip
         if cores > 1:
             refetch = refetch * xp.minimum(copies, cores_used)
             if multicast > 1 and name != "output":  # f cores at once load the same tile

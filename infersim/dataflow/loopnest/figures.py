@@ -149,20 +149,28 @@ class Prepared(NamedTuple):
     """SRAM tiles per candidate."""
     folds: Arr
     """Array folds summed over every SRAM tile, per candidate."""
+    footprints: Figures
+    """Bytes of each operand's tiles, each once (input halos included), per candidate: what
+    :func:`~infersim.dataflow.loopnest.dram.dram_figures` fetches once per refetch."""
     weight_fed: Arr | None = None
     """Weight elements fed to the array over every SRAM tile, per candidate, where the search
     asked for them (a weight-only quantized op's dequantization, :func:`prepare`)."""
 
 
-def compulsory_bytes(prob: Problem, counts: Figures) -> Any:
+def compulsory_bytes(prob: Problem, counts: Figures, footprints: Figures | None = None) -> Any:
     """DRAM bytes every loop order moves at least with ``counts[d]`` SRAM tiles along each dim:
-    each operand's tiles once (input halos included), the output written once at its epilogue
-    scale."""
-    return sum(
-        total_footprint(prob, name, counts) * prob.operand_bytes[name]
-        * (prob.output_write_scale if name == "output" else 1.0)
-        for name in OPERANDS
-    )
+    each operand's tiles once (input halos included: its :func:`footprint_bytes`, or
+    ``footprints`` where given), the output written once at its epilogue scale."""
+    once = footprint_bytes(prob, counts) if footprints is None else footprints
+    return sum(once[name] * (prob.output_write_scale if name == "output" else 1.0)
+               for name in OPERANDS)  # fmt: skip
+
+
+def footprint_bytes(prob: Problem, counts: Figures) -> Figures:
+    """Per operand, the bytes of its tiles each once (input halos included) with ``counts[d]``
+    SRAM tiles along each dim."""
+    return {name: total_footprint(prob, name, counts) * prob.operand_bytes[name]
+            for name in OPERANDS}  # fmt: skip
 
 
 def prepare(
@@ -176,13 +184,14 @@ def prepare(
     sums = all_tiles(nest, classes, rf, NP, cycles_only=not weight_fed)
     cycles = sums["cycles"]
     counts = classes.counts
-    compulsory = compulsory_bytes(prob, counts)
+    footprints = footprint_bytes(prob, counts)
+    compulsory = compulsory_bytes(prob, counts, footprints)
     sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
     tiles = np.broadcast_to(prod(counts.values()), cycles.shape)
     fed = np.broadcast_to(sums[KEYS["weight"][0]], cycles.shape) if weight_fed else None
     folds = np.broadcast_to(sums["folds"], cycles.shape)
     return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles,
-                    folds, fed)  # fmt: skip
+                    folds, footprints, fed)  # fmt: skip
 
 
 def lanes_cycles(prob: Problem, chip: Chip, converting: Any, cores_used: Any) -> Any:
@@ -246,7 +255,8 @@ def lower_bound_cycles(
     fewest = used
     if cores > 1:
         chunked = prod(prep.counts[d] for d in REDUCTION) > 1.5
-        held = held_chunks(prob, prep.counts, partials_capacity_bytes(chip), NP)
+        held = held_chunks(prob, prep.counts, partials_capacity_bytes(chip), NP,
+                           prep.footprints["output"])  # fmt: skip
         cut = np.minimum(float(cores // 2 + 1), np.floor(held / 2.0) + 1.0)
         fewest = np.where(chunked, np.minimum(used, cut), used)
     # a core's first load (last store) over its feed grows with the cores: the fewest bound it
@@ -288,7 +298,9 @@ def timed_at(
     with its weight elements fed."""
     counts = {d: v[idx] for d, v in prep.counts.items()}
     fig = dram_figures(prob, counts, orders, chip.cores, NP, multicast_of(chip),
-                       partials_capacity_bytes(chip))
+                       partials_capacity_bytes(chip),
+                       {name: v[idx] if isinstance(v, np.ndarray) and v.ndim else v
+                        for name, v in prep.footprints.items()})  # fmt: skip
     dram_bytes = sum(fig.reads[name] + fig.writes[name] for name in OPERANDS)
     sram = {name: v[idx] for name, v in prep.sram.items()}
     outer = None

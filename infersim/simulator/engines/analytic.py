@@ -128,10 +128,18 @@ def cost(op: OpBase, chip: Chip, dataflow: str = "best") -> OpCost:
         if attention.on_tensor_cores(op, chip):  # its KV split searched once
             found = _remembered(_COSTS, OpCost, "attention:", op, chip, dataflow,
                                 lambda: attention.cost(op, chip))  # type: ignore[arg-type]
-            return replace(found, name=op.name, count=op.count)
+            return _named(found, op)
         return roofline.cost(op, chip)
     found = _remembered(_COSTS, OpCost, "", op, chip, dataflow,
                         lambda: _cost(op, chip, dataflow))  # fmt: skip
+    return _named(found, op)
+
+
+def _named(found: OpCost, op: OpBase) -> OpCost:
+    """The remembered cost ``found`` under ``op``'s name and count (itself where they are
+    its own: a cost is a frozen value)."""
+    if found.name == op.name and found.count == op.count:
+        return found
     return replace(found, name=op.name, count=op.count)
 
 
