@@ -980,6 +980,13 @@ def _refetch_free(prob: Problem, chip: Chip) -> dict[str, Access] | None:
     if chip.cores != 1 or any(not isinstance(dims[d], int) or dims[d] != 1
                               for d in ("G", "N", "Q", "R", "S")):  # fmt: skip
         return None
+    # Each cut keeps one operand whole (K: the input, C: the output, P: the weight): where
+    # every such operand alone overflows a buffer (with a margin no rounding reaches), no cut
+    # fits, and the grid decides without the three tests below.
+    ob, half = prob.operand_bytes, chip.sram.capacity_bytes / 2 * (1.0 + 1e-9)
+    if min(dims["C"] * min(dims["P"], prob.padded_h) * ob["input"],
+           dims["K"] * dims["P"] * ob["output"], dims["K"] * dims["C"] * ob["weight"]) > half:
+        return None
     for cut in ("K", "C", "P"):  # the one dim cut, the other two whole
         tile = {d: 1.0 if d == cut else float(dims[d]) for d in DIMS}
         if 2.0 * buffer_bytes(prob, None, tile, PY) <= chip.sram.capacity_bytes:
