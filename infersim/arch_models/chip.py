@@ -471,7 +471,8 @@ class Chip(Spec):
 
     @cached_property
     def key(self) -> str:
-        """A stable hash of every field: the memoization key for anything costed on this chip."""
+        """A stable hash of every field: the memoization key for anything costed on this chip
+        (a :meth:`view`'s: of its chip's key and its role)."""
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
     def with_(self, **changes: Any) -> Chip:
@@ -488,6 +489,20 @@ class Chip(Spec):
             return _changed(self, _change_tree(changes))
         except (ValidationError, _UnchangedError):
             return self._with_validated(changes)
+
+    def view(self, role: str, **changes: Any) -> Chip:
+        """:meth:`with_` for a chip the engines derive from this one (the levels of a
+        two-level chip): keyed by this chip's key and ``role``, not by a hash of every field.
+        The changes must be a function of this chip and ``role`` alone, so that equal keys
+        still mean equal chips (two chips' views of equal fields get different keys: what is
+        memoized on them is made once per chip).
+
+        Raises:
+            ConfigError: as :meth:`with_`.
+        """
+        made = self.with_(**changes)
+        made.__dict__["key"] = hashlib.sha256(f"{self.key}/{role}".encode()).hexdigest()[:16]
+        return made
 
     def _with_validated(self, changes: dict[str, Any]) -> Chip:
         """:meth:`with_` by validating the whole changed description."""

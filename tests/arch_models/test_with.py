@@ -71,3 +71,18 @@ def test_with_keeps_unchanged_parts(name: str):
     assert variant.array is chip.array and variant.energy is chip.energy
     assert variant.dram.bandwidth_bytes_per_s == 2 * chip.dram.bandwidth_bytes_per_s
     assert variant.key != chip.key
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_a_view_is_the_variant_keyed_by_its_chip_and_role(name: str):
+    chip = load_chip(name)
+    changes = {"cores": 1, "sram.capacity_bytes": 2 * chip.sram.capacity_bytes}
+    cores, same, other = chip.view("a", **changes), chip.view("a", **changes), chip.view("b")
+    assert cores == chip.with_(**changes)  # the same fields
+    assert cores.key == same.key  # a function of the chip's key and the role
+    assert len({chip.key, cores.key, other.key, chip.with_(**changes).key}) == 4
+    # a chip of other fields never shares its views' keys
+    bigger = chip.with_(**{"dram.bandwidth_bytes_per_s": 2 * chip.dram.bandwidth_bytes_per_s})
+    assert bigger.view("a", **changes).key != cores.key
+    with pytest.raises(ConfigError, match="no field"):
+        chip.view("a", **{"array.nope": 1})

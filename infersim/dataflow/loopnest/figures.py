@@ -296,19 +296,24 @@ def timed_at(
     as the full call makes for them (a loop no chosen candidate iterates is left out, which
     changes no product). A ``backing`` of a weight-only quantized op needs ``prep`` prepared
     with its weight elements fed."""
-    counts = {d: v[idx] for d, v in prep.counts.items()}
+    every = isinstance(idx, slice) and idx == slice(None)  # all of them: the arrays as they are
+
+    def at(v: Any) -> Any:
+        return v if every or not (isinstance(v, np.ndarray) and v.ndim) else v[idx]
+
+    counts = {d: at(v) for d, v in prep.counts.items()}
     fig = dram_figures(prob, counts, orders, chip.cores, NP, multicast_of(chip),
                        partials_capacity_bytes(chip),
-                       {name: v[idx] if isinstance(v, np.ndarray) and v.ndim else v
-                        for name, v in prep.footprints.items()})  # fmt: skip
+                       {name: at(v) for name, v in prep.footprints.items()})  # fmt: skip
     dram_bytes = sum(fig.reads[name] + fig.writes[name] for name in OPERANDS)
-    sram = {name: v[idx] for name, v in prep.sram.items()}
+    sram = {name: at(v) for name, v in prep.sram.items()}
     outer = None
     if backing is not None:
-        fed = None if prep.weight_fed is None else prep.weight_fed[idx]
+        fed = None if prep.weight_fed is None else at(prep.weight_fed)
         writes = sum(fig.writes[name] for name in OPERANDS)
-        outer = _Outer(backing.at(idx), fed, writes, prep.tiles[idx], prep.folds[idx])
-    time = _time(nest_of(prob, tpl, chip), prep.cycles[idx], fig.iterations, fig.longest, sram,
+        outer = _Outer(backing if every else backing.at(idx), fed, writes, at(prep.tiles),
+                       at(prep.folds))  # fmt: skip
+    time = _time(nest_of(prob, tpl, chip), at(prep.cycles), fig.iterations, fig.longest, sram,
                  dram_bytes, fig.kernels, NP, outer)
     return Timed(fig, time)
 

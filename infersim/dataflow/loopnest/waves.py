@@ -366,43 +366,49 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
     write_share = _share(dram_writes_bytes, w.sram_writes, xp)
     dram_first_bytes = w.first_bytes * read_share
     many = w.waves > 1.0
-    first_dram = dram_first_bytes / xp.where(many, w.dram_full_bw, w.dram_tail_bw)
+    dram_first_bw = xp.where(many, w.dram_full_bw, w.dram_tail_bw)
+    first_dram = dram_first_bytes / dram_first_bw
     last_writes = w.last_bytes * write_share
     first = xp.maximum(w.first_cycles, first_dram)
     last = xp.maximum(w.last_cycles, last_writes / w.dram_tail_bw)
     busy = w.busy_cycles / w.waves  # one wave's compute
 
-    def shares(nbytes: Any, full: Any, tail: Any) -> tuple[Any, Any]:
-        """A level's transfer of its share of ``nbytes`` in a full wave and in the last, at
-        the rates ``full`` and ``tail`` (see :func:`waves_cycles`)."""
-        return (xp.maximum(0.0, nbytes * w.per_wave / full),
-                xp.maximum(0.0, nbytes * w.last_share / tail))  # fmt: skip
+    full_waves = w.waves - 1.0
+
+    def shares(per_full: Any, per_last: Any, full: Any, tail: Any) -> tuple[Any, Any]:
+        """A level's transfer of its share of some bytes in a full wave and in the last
+        (``per_full``, ``per_last``: the bytes times the full wave's and the last wave's share of
+        the items), at the rates ``full`` and ``tail`` (see :func:`waves_cycles`): never below
+        0."""
+        return xp.maximum(0.0, per_full / full), xp.maximum(0.0, per_last / tail)
 
     def pipelined(compute: Any, transfer: tuple[Any, Any]) -> Any:
         """:func:`waves_cycles` of one wave's ``compute`` and a level's ``transfer``."""
-        return (w.waves - 1.0) * xp.maximum(compute, transfer[0]) + xp.maximum(compute,
-                                                                               transfer[1])
+        return full_waves * xp.maximum(compute, transfer[0]) + xp.maximum(compute, transfer[1])
 
     def path(nbytes: Any, first_bytes: Any, last_bytes: Any, full: Any, tail: Any,
-             full_bw: Any, tail_bw: Any) -> Any:
+             full_bw: Any, tail_bw: Any, first_bw: Any) -> Any:
         """One level's path (see above), its bytes at the rates ``full``, ``tail`` (in
-        flight) and ``full_bw``, ``tail_bw`` (the bandwidth alone)."""
-        at_bw = shares(nbytes, full_bw, tail_bw)
+        flight) and ``full_bw``, ``tail_bw`` (the bandwidth alone; ``first_bw``: the first
+        load's, ``full_bw`` where there are several waves)."""
+        per_full, per_last = nbytes * w.per_wave, nbytes * w.last_share
+        at_bw = shares(per_full, per_last, full_bw, tail_bw)
         piped = xp.maximum(pipelined(busy, at_bw),
-                           pipelined(busy, shares(nbytes, full, tail)) - latency)
-        between = (pipelined(0.0, at_bw) - last_bytes / tail_bw
-                   - first_bytes / xp.where(many, full_bw, tail_bw))  # fmt: skip
+                           pipelined(busy, shares(per_full, per_last, full, tail)) - latency)
+        # the transfers alone: pipelined(0.0, at_bw), whose shares are never below 0
+        between = (full_waves * at_bw[0] + at_bw[1] - last_bytes / tail_bw
+                   - first_bytes / first_bw)  # fmt: skip
         return xp.maximum(piped, first + xp.maximum(between, 0.0) + last)
 
     folds = xp.maximum(w.tile_folds, 1.0)
     streamed = xp.maximum(first / folds, first - w.tile_cycles * (folds - 1.0) / folds)
     array = streamed + w.busy_cycles + last
     sram = path(w.sram_bytes, w.first_bytes, w.last_bytes, w.sram_full, w.sram_tail,
-                w.sram_full_bw, w.sram_tail_bw)  # fmt: skip
+                w.sram_full_bw, w.sram_tail_bw, xp.where(many, w.sram_full_bw, w.sram_tail_bw))
     hidden = xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0)
                         / w.dram_full_bw)  # fmt: skip
     dram = path(dram_bytes, dram_first_bytes, last_writes, w.dram_full, w.dram_tail,
-                w.dram_full_bw, w.dram_tail_bw) - hidden  # fmt: skip
+                w.dram_full_bw, w.dram_tail_bw, dram_first_bw) - hidden  # fmt: skip
     cycles = xp.maximum(xp.maximum(array, sram), dram) + latency
     code = xp.where((array >= sram) & (array >= dram), 0.0, xp.where(sram >= dram, 1.0, 2.0))
     return cycles, code

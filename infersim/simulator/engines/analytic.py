@@ -88,12 +88,14 @@ def level_views(chip: Chip) -> tuple[Chip, Chip]:
     SRAM's bandwidth from a backing store of the shared SRAM's capacity (where the partial sums
     of a split reduction meet, so no more chunks are dealt than it holds: see
     :mod:`infersim.dataflow.loopnest.dram`), and one virtual core whose SRAM is the shared
-    SRAM, fed from DRAM. Both keep the chip's launch settings. Cached per chip (bounded)."""
+    SRAM, fed from DRAM. Both keep the chip's launch settings, and are keyed by the chip's
+    key and their role (:meth:`~infersim.arch_models.chip.Chip.view`). Cached per chip
+    (bounded)."""
     views = _VIEWS.get(chip.key)
     if views is None:
         shared = chip.shared_sram
         assert shared is not None
-        cores_view = chip.with_(**{
+        cores_view = chip.view("cores", **{
             "dram.bandwidth_bytes_per_s": shared.bandwidth_bytes_per_cycle * chip.freq_hz
             * chip.calibration.shared_sram_bandwidth_efficiency,
             "dram.latency_s": 0.0,
@@ -102,7 +104,7 @@ def level_views(chip: Chip) -> tuple[Chip, Chip]:
             "calibration.dram_bandwidth_efficiency": 1.0,
             "energy.dram_pj_per_byte": chip.energy.shared_sram_pj_per_byte,
         })
-        shared_view = chip.with_(**{
+        shared_view = chip.view("shared SRAM", **{
             "cores": 1,
             "sram.capacity_bytes": shared.capacity_bytes,
             "sram.fill_bytes_per_cycle": None,
