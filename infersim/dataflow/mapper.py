@@ -620,23 +620,24 @@ def _search_latency(
         return []
     parts, joint, starts = found
     kept, cycles, timed, cols = _bounded(prob, parts[0][1], chip, joint, top_k, backing)
-    return _fastest(prob, chip, top_k, parts, starts, kept, cycles, backing,
+    return _fastest(prob, chip, top_k, parts, starts, kept, cycles / chip.freq_hz, backing,
                     lambda p, oi, j: one_of(timed, oi, int(cols[j])))  # fmt: skip
 
 
 def _fastest(
     prob: Problem, chip: Chip, top_k: int, parts: list[_Part], starts: list[int], kept: Any,
-    cycles: Arr, backing: Backing | None, priced: Callable[[int, int, int], Timed],
+    seconds: Arr, backing: Backing | None, priced: Callable[[int, int, int], Timed],
 ) -> list[tuple[float, int, Mapping]]:
     """The ``top_k`` fastest of the candidates ``kept`` (ascending indices into the
     templates' ``parts`` one after another, part p's from ``starts[p]``) whose total cycles
-    per order are ``cycles``, shape (orders, kept), as :func:`_search_latency` gives them;
-    ``priced(p, o, j)``: the DRAM and time figures of the j-th kept candidate (of part p) in
-    the o-th order."""
-    seconds = cycles / chip.freq_hz  # (orders, kept)
+    per order over the clock are ``seconds``, shape (orders, kept), as
+    :func:`_search_latency` gives them; ``priced(p, o, j)``: the DRAM and time figures of the
+    j-th kept candidate (of part p) in the o-th order."""
     flat = seconds.reshape(-1)  # order-major
     if len(parts) == 1:  # one template: its own order-major index is the flat one (kept ascend)
-        order = flat.argsort(kind="stable")[:top_k]
+        first = flat.argmin()  # the first of the fastest, as a stable sort ranks it (no NaN)
+        order = ([first] if top_k == 1 and not np.isnan(flat[first])
+                 else flat.argsort(kind="stable")[:top_k])  # fmt: skip
     else:  # by time, then template rank, then the template's own order-major index
         bounds = np.array(starts)
         which = np.searchsorted(bounds, kept, side="right") - 1
@@ -795,6 +796,10 @@ def search_many(
                 tiles[sig].append((rank, TEMPLATES[name], tile, rf))
                 groups.setdefault((name, stack_key(prob), kind), []).append(sig)
     preps = _priced_groups(jobs, tiles, groups, chip)
+    seconds: dict[int, Arr] = {}  # per group priced in full, its total cycles over the clock
+    for _, _, _, t in preps.values():
+        if t is not None and id(t) not in seconds:
+            seconds[id(t)] = t.time["total_cycles"] / chip.freq_hz
     for sig, (prob, names, backing) in jobs.items():
         parts = tiles[sig]
         if not parts:
@@ -806,9 +811,9 @@ def search_many(
         priced = [(t, lo, hi) for _, lo, hi, t in got if t is not None]
         if len(priced) == len(got) and starts[-1] <= 2 * SEEDS:
             # every candidate priced: the fastest read where the group's pricing holds them
-            per_part = [t.time["total_cycles"][:, lo:hi] for t, lo, hi in priced]
-            cycles = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
-            picks = _fastest(prob, chip, 1, parts, starts, np.arange(starts[-1]), cycles, backing,
+            per_part = [seconds[id(t)][:, lo:hi] for t, lo, hi in priced]
+            at = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
+            picks = _fastest(prob, chip, 1, parts, starts, np.arange(starts[-1]), at, backing,
                              functools.partial(_priced_in, priced, starts))  # fmt: skip
         else:
             picks = _search_latency(prob, names, chip, 1, sig, backing)

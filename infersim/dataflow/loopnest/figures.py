@@ -335,7 +335,7 @@ def one_of(timed: Timed, o: int, i: int) -> Timed:
                        figure_at(d.kernels, o, i))  # fmt: skip
     time: Figures = {k: figure_at(v, o, i) for k, v in timed.time.items() if k != "levels"}
     levels = timed.time["levels"]
-    time["levels"] = None if levels is None else Waves(*(figure_at(v, o, i) for v in levels))
+    time["levels"] = None if levels is None else Waves._make(figure_at(v, o, i) for v in levels)
     return Timed(dram, time)
 
 

@@ -291,5 +291,5 @@ def mapping_of(
         bound=BOUNDS[round(one(fig["bound"]))],
         iterations=one(fig["iterations"]),
         kernels=round(one(fig["kernels"])),
-        levels=None if levels is None else Waves(*(one(v) for v in levels)),
+        levels=None if levels is None else Waves._make(map(one, levels)),
     )
