@@ -134,16 +134,16 @@ class NumpyMath:
         of arrays becomes one array per row, a column of numbers one number per row."""
         if not rows:
             return []
-        columns = [
-            np.array(column)
-            if isinstance(column[0], np.ndarray)
-            else np.array(column, dtype=np.float64)[:, None]
-            for column in zip(*rows, strict=True)
-        ]
-        for j, column in enumerate(columns):
-            if column.dtype == object:  # numbers and arrays mixed: each number repeated
+        columns = []
+        for column in zip(*rows, strict=True):
+            arrays = sum(isinstance(v, np.ndarray) and v.ndim > 0 for v in column)
+            if arrays == len(column):
+                columns.append(np.array(column))
+            elif arrays == 0:
+                columns.append(np.array(column, dtype=np.float64)[:, None])
+            else:  # numbers and arrays mixed: each number repeated
                 size = _size(column)
-                columns[j] = np.array([_column(v, size) for v in column])
+                columns.append(np.array([_column(v, size) for v in column]))
         return list(zip(*fn(*columns, *args), strict=True))
 
     @staticmethod

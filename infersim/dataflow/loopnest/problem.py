@@ -182,10 +182,10 @@ def stack_key(prob: Problem) -> tuple[Any, ...]:
 
 def stacked(probs: Sequence[Problem], sizes: Sequence[int]) -> Problem:
     """One :class:`Problem` of the candidates of several: ``sizes[i]`` candidates of
-    ``probs[i]``, one after another, every field in which the problems may differ an array over
-    those candidates (float64) and the fields of :func:`stack_key` plain. Every rule of the
-    analyzer evaluates it element for element as it evaluates each problem alone with arrays
-    of its candidates.
+    ``probs[i]``, one after another, every field in which the problems differ an array over
+    those candidates (float64), one in which they agree a float, and the fields of
+    :func:`stack_key` plain. Every rule of the analyzer evaluates it element for element as it
+    evaluates each problem alone with arrays of its candidates.
 
     Raises:
         ValueError: problems that differ in a field of :func:`stack_key`.
@@ -194,7 +194,9 @@ def stacked(probs: Sequence[Problem], sizes: Sequence[int]) -> Problem:
     if len(keys) != 1:
         raise ValueError(f"stacked problems must share {stack_key.__doc__}: got {keys}")
 
-    def column(values: list[float]) -> Any:
+    def column(values: list[float]) -> Any:  # one value on every candidate: one float
+        if all(v == values[0] for v in values):
+            return float(values[0])
         return np.array(values, dtype=np.float64).repeat(sizes)
 
     first = probs[0]
