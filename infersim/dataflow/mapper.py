@@ -354,10 +354,17 @@ def _axis(
 ) -> tuple[int, ...]:
     """The SRAM-tile extents tried for ``dim``: the template's own (capped at the dim,
     descending) or the ladder."""
-    listed = dict(tpl.extents).get(dim) if tpl is not None else None
-    if listed is None:
-        return _ladder(prob.dims[dim], aligns)
-    return tuple(sorted({min(v, prob.dims[dim]) for v in listed}, reverse=True))
+    if tpl is not None:
+        for d, listed in reversed(tpl.extents):  # a dim listed twice: its last extents
+            if d == dim:
+                return _capped(listed, prob.dims[dim])
+    return _ladder(prob.dims[dim], aligns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _capped(listed: tuple[int, ...], extent: int) -> tuple[int, ...]:
+    """The extents ``listed`` capped at ``extent``, each once, descending (memoized)."""
+    return tuple(sorted({min(v, extent) for v in listed}, reverse=True))
 
 
 def sram_need(prob: Problem, tpl: Template | None, tile: dict[str, Any]) -> Any:
