@@ -333,3 +333,28 @@ def test_a_faster_level_never_slows_an_op(chip: str, op: Gemm, slow: dict[str, f
     base = load_chip(chip)
     assert analytic.cost(op, base.with_(**fast)).time_s <= \
         analytic.cost(op, base.with_(**slow)).time_s * (1 + 1e-9)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(GPUS), st.integers(1, 4096), st.integers(16, 16384),
+       st.integers(16, 16384), st.sampled_from(["bf16", "fp8"]))
+def test_the_dram_level_time_is_the_waves_draw_of_the_tiles_in_flight(
+    name: str, m: int, k: int, n: int, dtype: str
+) -> None:
+    """``dram_level_s`` reads the DRAM rates the mapping's levels hold: exactly the draw of
+    its waves keeping their double-buffered input and weight tiles in flight
+    (``in_flight_cycles`` on the chip), bit for bit."""
+    from infersim.dataflow.loopnest import tile_operand_bytes
+    from infersim.dataflow.loopnest.waves import in_flight_cycles
+
+    chip = load_chip(name)
+    op = gemm(m, k, n, dtype)
+    if not chip.supports(dtype):
+        return
+    mapping = analytic.mapping_of(op, chip)
+    dram_bytes = analytic.op_backing(op, chip).dram_bytes
+    load = sum(tile_operand_bytes(problem_of(op), part, mapping.sram_tile)
+               for part in ("input", "weight"))
+    cycles = in_flight_cycles(chip, dram_bytes, 2.0 * load, mapping.iterations, PY)
+    expected = float(cycles) / chip.freq_hz + chip.dram.latency_s
+    assert analytic.dram_level_s(op, chip, mapping, dram_bytes) == expected

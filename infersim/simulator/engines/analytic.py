@@ -51,7 +51,6 @@ from infersim.dataflow.loopnest.waves import (
     Waves,
     backing_of,
     feed_bytes_per_cycle,
-    in_flight_cycles,
     two_level_cycles,
     vector_per_cycle,
 )
@@ -415,10 +414,13 @@ def dram_level_s(op: OpBase, chip: Chip, mapping: Mapping, dram_bytes: float) ->
     ``mapping`` (against the shared SRAM), one access latency included: the cores' waves
     draw it as they draw their loads (:func:`~infersim.dataflow.loopnest.figures.
     in_flight_cycles`: each busy core keeps its double-buffered tiles' loads in flight
-    against the DRAM latency, so a last partial wave cannot draw the whole bandwidth)."""
-    prob = problem_of(op)
-    load = sum(tile_operand_bytes(prob, name, mapping.sram_tile) for name in ("input", "weight"))
-    cycles = in_flight_cycles(chip, dram_bytes, 2.0 * load, mapping.iterations, PY)
+    against the DRAM latency, so a last partial wave cannot draw the whole bandwidth). Read
+    from the mapping's levels, which hold its waves and the DRAM's rates for them (the cores
+    view has the chip's cores and ports; the rates are those of the chip's DRAM, the op's
+    :func:`op_backing`)."""
+    w = mapping.levels
+    assert w is not None  # a two-level chip's mapping
+    cycles = dram_bytes * ((w.waves - 1.0) * w.per_wave / w.dram_full + w.last_share / w.dram_tail)
     return float(cycles) / chip.freq_hz + chip.dram.latency_s
 
 
