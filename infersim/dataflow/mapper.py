@@ -713,12 +713,14 @@ _Job = tuple[Problem, list[str], "Backing | None"]
 def _priced_groups(
     jobs: dict[tuple[Any, ...], _Job], tiles: dict[tuple[Any, ...], list[_Part]],
     groups: dict[tuple[Any, ...], list[tuple[Any, ...]]], chip: Chip,
-) -> dict[tuple[tuple[Any, ...], str], tuple[Prepared, int, int, Timed | None]]:
+) -> dict[tuple[tuple[Any, ...], str], tuple[Prepared, int, int, tuple[Timed, Arr] | None]]:
     """Per (op signature, template name) of :func:`search_many`: the prepared figures of its
     group (the ops' candidates of one template stacked, :func:`stacked`), the op's candidates
-    there (from, to), and the figures every candidate of the group was priced in where every
-    op of the group has at most 2 x :data:`SEEDS` candidates (else None: searched bounded)."""
-    preps: dict[tuple[tuple[Any, ...], str], tuple[Prepared, int, int, Timed | None]] = {}
+    there (from, to), and the figures every candidate of the group was priced in with their
+    total cycles over the clock, where every op of the group has at most 2 x :data:`SEEDS`
+    candidates (else None: searched bounded)."""
+    preps: dict[tuple[tuple[Any, ...], str],
+                tuple[Prepared, int, int, tuple[Timed, Arr] | None]] = {}  # fmt: skip
     for (name, _, (plain, fed)), sigs in groups.items():
         tpl = TEMPLATES[name]
         mine = [next(p for p in tiles[sig] if p[1] is tpl) for sig in sigs]
@@ -730,17 +732,19 @@ def _priced_groups(
         small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
         backing = None if plain else stacked_backing(
             [b for sig in sigs if (b := jobs[sig][2]) is not None], sizes)
-        timed = (timed_at(prob, tpl, chip, prep, ORDERS, slice(None), backing)
-                 if all(small) else None)  # fmt: skip
+        priced = None
+        if all(small):
+            timed = timed_at(prob, tpl, chip, prep, ORDERS, slice(None), backing)
+            priced = (timed, timed.time["total_cycles"] / chip.freq_hz)
         lo = 0
         for sig, size in zip(sigs, sizes, strict=True):
-            preps[(sig, name)] = (prep, lo, lo + size, timed)
+            preps[(sig, name)] = (prep, lo, lo + size, priced)
             lo += size
     return preps
 
 
 def _batched_entry(
-    parts: list[_Part], got: list[tuple[Prepared, int, int, Timed | None]], starts: list[int]
+    parts: list[_Part], got: list[tuple[Prepared, int, int, Any]], starts: list[int]
 ) -> tuple[list[_Part], Prepared, list[int]]:
     """The :data:`_SEARCHES` entry of an op of :func:`search_many` (what
     :func:`_prepare_all` gives): its candidates' prepared figures cut from its groups'."""
@@ -803,10 +807,6 @@ def search_many(
                 tiles[sig].append((rank, TEMPLATES[name], tile, rf))
                 groups.setdefault((name, stack_key(prob), kind), []).append(sig)
     preps = _priced_groups(jobs, tiles, groups, chip)
-    seconds: dict[int, Arr] = {}  # per group priced in full, its total cycles over the clock
-    for _, _, _, t in preps.values():
-        if t is not None and id(t) not in seconds:
-            seconds[id(t)] = t.time["total_cycles"] / chip.freq_hz
     for sig, (prob, names, backing) in jobs.items():
         parts = tiles[sig]
         if not parts:
@@ -815,10 +815,10 @@ def search_many(
         starts = [0, *itertools.accumulate(hi - lo for _, lo, hi, _ in got)]
         key = _latency_key(sig, names, chip, dequantizes(backing))
         _search_defer(key, functools.partial(_batched_entry, parts, got, starts))
-        priced = [(t, lo, hi) for _, lo, hi, t in got if t is not None]
+        priced = [(t[0], lo, hi) for _, lo, hi, t in got if t is not None]
         if len(priced) == len(got) and starts[-1] <= 2 * SEEDS:
             # every candidate priced: the fastest read where the group's pricing holds them
-            per_part = [seconds[id(t)][:, lo:hi] for t, lo, hi in priced]
+            per_part = [t[1][:, lo:hi] for _, lo, hi, t in got if t is not None]
             at = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
             picks = _fastest(prob, chip, 1, parts, starts, np.arange(starts[-1]), at, backing,
                              functools.partial(_priced_in, priced, starts))  # fmt: skip

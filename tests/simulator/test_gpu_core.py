@@ -357,4 +357,4 @@ def test_the_dram_level_time_is_the_waves_draw_of_the_tiles_in_flight(
                for part in ("input", "weight"))
     cycles = in_flight_cycles(chip, dram_bytes, 2.0 * load, mapping.iterations, PY)
     expected = float(cycles) / chip.freq_hz + chip.dram.latency_s
-    assert analytic.dram_level_s(op, chip, mapping, dram_bytes) == expected
+    assert analytic.dram_level_s(chip, mapping, dram_bytes) == expected

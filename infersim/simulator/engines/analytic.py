@@ -367,7 +367,7 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         mapping = mapping_of(op, chip, dataflow)
         assert mapping.levels is not None
         dram_bytes = op_backing(op, chip).dram_bytes
-        dram_s = dram_level_s(op, chip, mapping, dram_bytes)
+        dram_s = dram_level_s(chip, mapping, dram_bytes)
         view, spent = cores_view, energy(mapping, cores_view)
         energy_pj = spent.total_pj + dram_bytes * chip.energy.dram_pj_per_byte
         bound, both_s = cast(Bound, mapping.bound), two_level_s(cores_view, mapping)
@@ -409,7 +409,7 @@ def dram_bandwidth(chip: Chip, cores_used: float) -> float:
     return bandwidth if port is None else min(bandwidth, cores_used * port * chip.freq_hz)
 
 
-def dram_level_s(op: OpBase, chip: Chip, mapping: Mapping, dram_bytes: float) -> float:
+def dram_level_s(chip: Chip, mapping: Mapping, dram_bytes: float) -> float:
     """Seconds a two-level chip's DRAM takes to move ``dram_bytes`` behind the cores'
     ``mapping`` (against the shared SRAM), one access latency included: the cores' waves
     draw it as they draw their loads (:func:`~infersim.dataflow.loopnest.figures.
