@@ -267,16 +267,25 @@ def rf_need(
     need: Any = xp.zeros_like(tile["G"])
     if not tpl.local_reuse:  # nothing is held
         return need
+    for name, inner in _held_streams(tpl):
+        held = footprint(name, {d: pe[d] for d in inner}, prob.stride, tpl.window_reuse)
+        need = need + xp.maximum(held - 1.0, 0.0) * prob.operand_bytes[name]
+    return need
+
+
+@functools.cache
+def _held_streams(tpl: Template) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Per operand a PE of ``tpl`` holds, in :data:`OPERANDS` order: the stream dims from its
+    first reuse on (a stream dim it does not depend on; all of them for a stationary operand
+    kept across folds), whose PE extents its held working set spans."""
+    out = []
     for name in OPERANDS:
         first_reuse = next((i for i, d in enumerate(tpl.stream) if d not in DEPENDS[name]), None)
         if name == tpl.stationary and kept_folds(tpl) is not None:
             first_reuse = 0  # kept across folds: all of its PE footprint is held
-        if first_reuse is None:
-            continue
-        inner = {d: pe[d] for d in tpl.stream[first_reuse:]}
-        held = footprint(name, inner, prob.stride, tpl.window_reuse)
-        need = need + xp.maximum(held - 1.0, 0.0) * prob.operand_bytes[name]
-    return need
+        if first_reuse is not None:
+            out.append((name, tpl.stream[first_reuse:]))
+    return tuple(out)
 
 
 # --- per-tile accessors (the event engine walks the tiles one by one) ---------------------------

@@ -8,12 +8,13 @@ arrays of candidate tilings or floats of one.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from infersim.dataflow.loopnest.folds import tile_folds
-from infersim.dataflow.loopnest.numerics import Classes, Figures, MathNamespace, prod
+from infersim.dataflow.loopnest.numerics import PY, Classes, Figures, MathNamespace, prod
 from infersim.dataflow.loopnest.problem import Nest, Problem
 from infersim.dataflow.templates import DIMS
 
@@ -43,6 +44,8 @@ def _cut(extent: Any, tile: Any, xp: MathNamespace) -> tuple[Any, Any, Any, Any]
 
 def tile_classes(prob: Problem, tile: dict[str, Any], xp: MathNamespace) -> TileClasses:
     """The :class:`TileClasses` of SRAM tiles of extents ``tile`` (every dim of :data:`DIMS`)."""
+    if xp is PY:
+        return _one_tiling_classes(prob, tile)
     extents = [v if isinstance(v := prob.dims[d], np.ndarray) else float(v) for d in DIMS]
     tiles = [tile[d] for d in DIMS]
     is_whole = xp.equal_each(tiles, extents)
@@ -71,6 +74,32 @@ def tile_classes(prob: Problem, tile: dict[str, Any], xp: MathNamespace) -> Tile
         j += 1
     if not cut:
         return TileClasses(whole, [({}, None)], counts)
+    classes: Classes = [
+        ({d: e for d, (e, _) in zip(cut, combo, strict=True)}, prod([c for _, c in combo]))
+        for combo in itertools.product(*cut.values())
+    ]
+    return TileClasses(whole, classes, counts)
+
+
+def _one_tiling_classes(prob: Problem, tile: dict[str, Any]) -> TileClasses:
+    """:func:`tile_classes` of one tiling in floats (:data:`PY`): the same figures, the same
+    operations, without the per-dim lists the array form batches."""
+    whole: Figures = {}
+    cut: dict[str, list[tuple[Any, Any]]] = {}
+    counts: Figures = {}
+    for d in DIMS:
+        e, t = float(prob.dims[d]), tile[d]
+        if t == e:
+            whole[d] = e
+            counts[d] = 1.0
+            continue
+        n = float(math.ceil(e / t - 1e-9))
+        rem = e - (n - 1) * t
+        has_rem = rem < t - 0.5
+        counts[d] = n
+        cut[d] = [(t, n - has_rem), (rem, has_rem * 1.0)] if has_rem else [(t, n - has_rem)]
+    if not cut:  # every dim whole: the tile's own values
+        return TileClasses({d: tile[d] for d in DIMS}, [({}, None)], counts)
     classes: Classes = [
         ({d: e for d, (e, _) in zip(cut, combo, strict=True)}, prod([c for _, c in combo]))
         for combo in itertools.product(*cut.values())
