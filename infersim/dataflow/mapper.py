@@ -41,7 +41,7 @@ import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, NamedTuple, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -207,10 +207,13 @@ def _nbytes(value: Any) -> int:
 
 
 class _Deferred:
-    """An entry of :data:`_SEARCHES` made only when it is read (:func:`_search_defer`)."""
+    """An entry of :data:`_SEARCHES` made only when it is read (:func:`_search_defer`), with
+    what a batched pass re-times it from while it is not (``batched``: see
+    :func:`search_many`; None: nothing)."""
 
-    def __init__(self, make: Callable[[], Any]) -> None:
+    def __init__(self, make: Callable[[], Any], batched: _Batched | None = None) -> None:
         self.make = make
+        self.batched = batched
 
 
 def _search_cache(key: tuple[Any, ...], make: Any) -> Any:
@@ -229,13 +232,16 @@ def _search_cache(key: tuple[Any, ...], make: Any) -> Any:
     return found
 
 
-def _search_defer(key: tuple[Any, ...], make: Callable[[], Any]) -> None:
+def _search_defer(
+    key: tuple[Any, ...], make: Callable[[], Any], batched: _Batched | None = None
+) -> None:
     """Count a search made for ``key`` whose entry ``make()`` gives when first read (a batched
     pass keeps what each op's own search would have found, not knowing whether it will be
-    read: a chip that differs in the DRAM bandwidth reads it)."""
+    read: a chip that differs in the DRAM bandwidth reads it), and, while it is not read, is
+    re-timed from ``batched``."""
     if key not in _SEARCHES:
         STATS["searches"] += 1
-        _SEARCHES[key] = (_Deferred(make), 0)
+        _SEARCHES[key] = (_Deferred(make, batched), 0)
 
 
 def _keep(key: tuple[Any, ...], found: Any) -> None:
@@ -710,17 +716,50 @@ _Job = tuple[Problem, list[str], "Backing | None"]
 """An op's problem, the templates searched, and its DRAM level (None: none behind it)."""
 
 
+class _Group(NamedTuple):
+    """A group of :func:`search_many`: its ops' candidates of one template stacked."""
+
+    prob: Problem
+    """The ops' problems stacked (:func:`stacked`)."""
+    tpl: Template
+    prep: Prepared
+    sigs: tuple[tuple[Any, ...], ...]
+    """The ops, in the order their candidates lie in."""
+    sizes: list[int]
+    """Their candidates."""
+    plain: bool
+    """Whether they are timed without a DRAM level behind (no backings)."""
+
+
+_Priced = tuple[Timed, Arr]
+"""The figures every candidate of a group was priced in, and their total cycles over the
+clock, shape (orders, candidates)."""
+
+
+_Batched = tuple[list["_Part"], list[tuple[_Group, int, int]], list[int]]
+"""What re-times a batched search (:func:`search_many`): the op's parts, per part its group
+and its candidates there (from, to), and where each part's candidates start in the op's."""
+
+
+def _priced_group(group: _Group, chip: Chip, backings: list[Backing | None]) -> _Priced:
+    """The figures of every candidate of ``group`` on ``chip``, its ops timed with
+    ``backings`` (one per op; None on a chip without a DRAM level behind its cores)."""
+    backing = None if group.plain else stacked_backing(
+        [b for b in backings if b is not None], group.sizes)  # fmt: skip
+    timed = timed_at(group.prob, group.tpl, chip, group.prep, ORDERS, slice(None), backing)
+    return timed, timed.time["total_cycles"] / chip.freq_hz
+
+
 def _priced_groups(
     jobs: dict[tuple[Any, ...], _Job], tiles: dict[tuple[Any, ...], list[_Part]],
     groups: dict[tuple[Any, ...], list[tuple[Any, ...]]], chip: Chip,
-) -> dict[tuple[tuple[Any, ...], str], tuple[Prepared, int, int, tuple[Timed, Arr] | None]]:
-    """Per (op signature, template name) of :func:`search_many`: the prepared figures of its
-    group (the ops' candidates of one template stacked, :func:`stacked`), the op's candidates
-    there (from, to), and the figures every candidate of the group was priced in with their
-    total cycles over the clock, where every op of the group has at most 2 x :data:`SEEDS`
-    candidates (else None: searched bounded)."""
+) -> dict[tuple[tuple[Any, ...], str], tuple[_Group, int, int, _Priced | None]]:
+    """Per (op signature, template name) of :func:`search_many`: its group (the ops'
+    candidates of one template stacked, :func:`stacked`, and prepared), the op's candidates
+    there (from, to), and the group's pricing (:func:`_priced_group`) where every op of the
+    group has at most 2 x :data:`SEEDS` candidates (else None: searched bounded)."""
     preps: dict[tuple[tuple[Any, ...], str],
-                tuple[Prepared, int, int, tuple[Timed, Arr] | None]] = {}  # fmt: skip
+                tuple[_Group, int, int, _Priced | None]] = {}  # fmt: skip
     for (name, _, (plain, fed)), sigs in groups.items():
         tpl = TEMPLATES[name]
         mine = [next(p for p in tiles[sig] if p[1] is tpl) for sig in sigs]
@@ -728,27 +767,38 @@ def _priced_groups(
         prob = stacked([jobs[sig][0] for sig in sigs], sizes)
         tile = {d: np.concatenate([t[d] for _, _, t, _ in mine]) for d in DIMS}
         rf = {d: np.concatenate([r[d] for _, _, _, r in mine]) for d in tpl.rf_split}
-        prep = prepare(prob, tpl, chip, tile, rf, fed)
+        group = _Group(prob, tpl, prepare(prob, tpl, chip, tile, rf, fed), tuple(sigs), sizes,
+                       plain)  # fmt: skip
         small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
-        backing = None if plain else stacked_backing(
-            [b for sig in sigs if (b := jobs[sig][2]) is not None], sizes)
         priced = None
         if all(small):
-            timed = timed_at(prob, tpl, chip, prep, ORDERS, slice(None), backing)
-            priced = (timed, timed.time["total_cycles"] / chip.freq_hz)
+            priced = _priced_group(group, chip, [jobs[sig][2] for sig in sigs])
         lo = 0
         for sig, size in zip(sigs, sizes, strict=True):
-            preps[(sig, name)] = (prep, lo, lo + size, priced)
+            preps[(sig, name)] = (group, lo, lo + size, priced)
             lo += size
     return preps
 
 
 def _batched_entry(
-    parts: list[_Part], got: list[tuple[Prepared, int, int, Any]], starts: list[int]
+    parts: list[_Part], got: list[tuple[_Group, int, int, Any]], starts: list[int]
 ) -> tuple[list[_Part], Prepared, list[int]]:
     """The :data:`_SEARCHES` entry of an op of :func:`search_many` (what
     :func:`_prepare_all` gives): its candidates' prepared figures cut from its groups'."""
-    return parts, _concat([_sliced(prep, lo, hi) for prep, lo, hi, _ in got]), starts
+    return parts, _concat([_sliced(g.prep, lo, hi) for g, lo, hi, _ in got]), starts
+
+
+def _fastest_priced(
+    prob: Problem, chip: Chip, parts: list[_Part], starts: list[int],
+    priced: list[tuple[_Priced, int, int]], backing: Backing | None,
+) -> list[tuple[float, int, Mapping]]:
+    """The fastest mapping of an op of :func:`search_many` whose every candidate was priced
+    in its groups (``priced``: per part, its group's pricing and the op's candidates there)."""
+    per_part = [seconds[:, lo:hi] for (_, seconds), lo, hi in priced]
+    at = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
+    timed = [(t, lo, hi) for (t, _), lo, hi in priced]
+    return _fastest(prob, chip, 1, parts, starts, np.arange(starts[-1]), at, backing,
+                    functools.partial(_priced_in, timed, starts))  # fmt: skip
 
 
 def _priced_in(
@@ -758,6 +808,39 @@ def _priced_in(
     ``p``, whose candidates lie from ``priced[p][1]`` in its group's pricing) in order ``o``."""
     timed, lo, _ = priced[p]
     return one_of(timed, o, lo + j - starts[p])
+
+
+def _retime(again: dict[tuple[Any, ...], _Job], chip: Chip, dataflow: str) -> None:
+    """The latency mappings on ``chip`` of the ops ``again`` (op signature: problem, templates,
+    backing) whose search a batched pass made on a chip of the same geometry
+    (:data:`_SEARCHES` holds its entry unread, with its groups): each group all of whose ops
+    are asked is priced again on ``chip``, once, and each op whose every group was keeps its
+    fastest, as :func:`search_many` picks it (and as :func:`map_op`'s own search would). The
+    others are left to :func:`map_op`, which re-times their searches one by one."""
+    entries = {}
+    groups: dict[int, _Group] = {}
+    for sig, (_, names, backing) in again.items():
+        key = _latency_key(sig, names, chip, dequantizes(backing))
+        batched = _SEARCHES[key][0].batched
+        entries[sig] = (key, batched)
+        for group, _, _ in batched[1]:
+            groups[id(group)] = group
+    priced: dict[int, _Priced] = {}
+    for gid, group in groups.items():
+        if all(sig in again for sig in group.sigs) and all(
+            (again[sig][2] is None) == group.plain for sig in group.sigs
+        ):
+            priced[gid] = _priced_group(group, chip, [again[sig][2] for sig in group.sigs])
+    for sig, (key, (parts, placed, starts)) in entries.items():
+        if any(id(group) not in priced for group, _, _ in placed):
+            continue
+        prob, _, backing = again[sig]
+        picks = _fastest_priced(prob, chip, parts, starts,
+                                [(priced[id(g)], lo, hi) for g, lo, hi in placed], backing)
+        STATS["reused"] += 1
+        _SEARCHES.move_to_end(key)
+        _CACHE.put(_latency_cache_key(sig, chip, dataflow, 1, backing),
+                   tuple(m for _, _, m in picks))  # fmt: skip
 
 
 def search_many(
@@ -781,17 +864,24 @@ def search_many(
     if backings is not None and len(backings) != len(ops):
         raise ValueError(f"backings: {len(backings)} for {len(ops)} ops: give one per op")
     jobs: dict[tuple[Any, ...], _Job] = {}
+    again: dict[tuple[Any, ...], _Job] = {}  # searched in a batch already: re-timed
     for i, op in enumerate(ops):
         sig = op.signature()
         backing = None if backings is None else backings[i]
-        if _latency_cache_key(sig, chip, dataflow, 1, backing) in _CACHE or sig in jobs:
+        if (_latency_cache_key(sig, chip, dataflow, 1, backing) in _CACHE or sig in jobs
+                or sig in again):
             continue
         try:
             prob, names = _checked(op, chip, dataflow)
         except InfersimError:
             continue  # map_op raises it where the op is costed
-        if _latency_key(sig, names, chip, dequantizes(backing)) not in _SEARCHES:
+        entry = _SEARCHES.get(_latency_key(sig, names, chip, dequantizes(backing)))
+        if entry is None:
             jobs[sig] = (prob, names, backing)
+        elif isinstance(entry[0], _Deferred) and entry[0].batched is not None:
+            again[sig] = (prob, names, backing)
+    if again:
+        _retime(again, chip, dataflow)
     if not jobs:
         return 0
     # per template, the candidates of every op (grids are memoized), stacked by group: ops
@@ -814,15 +904,15 @@ def search_many(
         got = [preps[(sig, tpl.name)] for _, tpl, _, _ in parts]
         starts = [0, *itertools.accumulate(hi - lo for _, lo, hi, _ in got)]
         key = _latency_key(sig, names, chip, dequantizes(backing))
-        _search_defer(key, functools.partial(_batched_entry, parts, got, starts))
-        priced = [(t[0], lo, hi) for _, lo, hi, t in got if t is not None]
-        if len(priced) == len(got) and starts[-1] <= 2 * SEEDS:
-            # every candidate priced: the fastest read where the group's pricing holds them
-            per_part = [t[1][:, lo:hi] for _, lo, hi, t in got if t is not None]
-            at = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
-            picks = _fastest(prob, chip, 1, parts, starts, np.arange(starts[-1]), at, backing,
-                             functools.partial(_priced_in, priced, starts))  # fmt: skip
+        priced = [(t, lo, hi) for _, lo, hi, t in got if t is not None]
+        if len(priced) == len(got):
+            # every candidate priced: the fastest read where the group's pricing holds them,
+            # and a chip that differs in its timing alone is re-timed the same way
+            batched: _Batched = (parts, [(g, lo, hi) for g, lo, hi, _ in got], starts)
+            _search_defer(key, functools.partial(_batched_entry, parts, got, starts), batched)
+            picks = _fastest_priced(prob, chip, parts, starts, priced, backing)
         else:
+            _search_defer(key, functools.partial(_batched_entry, parts, got, starts))
             picks = _search_latency(prob, names, chip, 1, sig, backing)
         _CACHE.put(_latency_cache_key(sig, chip, dataflow, 1, backing),
                    tuple(m for _, _, m in picks))  # fmt: skip

@@ -161,3 +161,56 @@ def test_batched_searches_with_backings_equal_the_searches_one_by_one(
             assert a == b
         else:
             assert a.to_dict() == b.to_dict() and a.levels == b.levels  # type: ignore[attr-defined]
+
+
+TIMING_CHANGES = [
+    {"dram.bandwidth_bytes_per_s": 2.0}, {"dram.bandwidth_bytes_per_s": 0.25}, {"freq_hz": 0.7},
+]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.one_of(gemms, gemms, dequantized, CONVS), min_size=2, max_size=6),
+       chip_index=st.integers(0, len(TWO_LEVEL)), change=st.sampled_from(TIMING_CHANGES))
+def test_a_timing_variant_of_a_batch_is_re_timed_in_one_pass(
+    ops: list[OpBase], chip_index: int, change: dict[str, float]
+) -> None:
+    """A step's ops searched in a batch on a chip, then on a chip that differs in its DRAM
+    bandwidth or clock alone: the variant's costs equal a cold computation on it, nothing is
+    searched again, and only the ops the batch searched one by one (more candidates than the
+    seeds) are re-timed one by one: the others are priced again group by group."""
+    from infersim.simulator.engines import analytic
+
+    chip = [*TWO_LEVEL, load_chip("edge-npu")][chip_index]
+    ((field, factor),) = change.items()
+    variant = chip.with_(**{field: factor * (chip.dram.bandwidth_bytes_per_s
+                                             if field.startswith("dram") else chip.freq_hz)})
+    alone = []  # per-op bounded searches
+    search_latency = mapper_module._search_latency
+
+    def counted(*args: object, **kwargs: object) -> object:
+        alone.append(args[4])  # the op's signature
+        return search_latency(*args, **kwargs)  # type: ignore[arg-type]
+
+    def costs(on: Chip) -> list[object]:
+        return _each(lambda op: analytic.cost(op, on), ops)
+
+    def clear() -> None:
+        clear_cache()
+        analytic.clear_cache()
+
+    clear()
+    cold = costs(variant)
+    clear()
+    mapper_module._search_latency = counted  # type: ignore[assignment]
+    try:
+        analytic.prefetch(ops, chip)
+        base_alone = set(alone)
+        searched = mapper_module.STATS["searches"]
+        alone.clear()
+        analytic.prefetch(ops, variant)
+        warm = costs(variant)
+    finally:
+        mapper_module._search_latency = search_latency  # type: ignore[assignment]
+    assert mapper_module.STATS["searches"] == searched  # nothing searched again
+    assert set(alone) <= base_alone
+    assert [repr(c) for c in warm] == [repr(c) for c in cold]
