@@ -28,6 +28,7 @@ from infersim.dataflow.mapper import (
     _fitting,
     _rf_options,
     _traffic_aligns,
+    _uncovered,
 )
 from infersim.dataflow.templates import (
     ACCUMULATOR_BYTES,
@@ -229,3 +230,29 @@ def test_fitting_equals_the_reference_on_llm_and_conv_shapes(
         want = reference_fitting(prob, tpl, chip, ladders, rf_opts, maximal)
         assert len(want[0]["G"]) > 0
         assert_same(_fitting(prob, tpl, chip, ladders, rf_opts, maximal), want)
+
+
+@st.composite
+def downsets(draw: st.DrawFn) -> Any:
+    """A boolean grid of 1-4 axes closed downward with one step up one index down (as over
+    descending ladders): an entry fits where a random weighted sum of its distances from the
+    far end stays under a random budget."""
+    shape = tuple(draw(st.lists(st.integers(1, 7), min_size=1, max_size=4)))
+    weights = draw(st.lists(st.integers(0, 5), min_size=len(shape), max_size=len(shape)))
+    budget = draw(st.integers(-1, 40))
+    size = sum(w * (n - 1 - np.arange(n)).reshape((1,) * j + (-1,) + (1,) * (len(shape) - j - 1))
+               for j, (w, n) in enumerate(zip(weights, shape, strict=True)))  # fmt: skip
+    return np.broadcast_to(np.asarray(size) <= budget, shape).copy()
+
+
+@settings(max_examples=300, deadline=None)
+@given(fits=downsets())
+def test_the_uncovered_entries_equal_the_reference(fits: Any) -> None:
+    """Over every axis and over the leading axes alone, the uncovered entries of a
+    closed-downward grid are the reference's, in C order."""
+    for axes in sorted({fits.ndim, max(fits.ndim - 1, 1)}):
+        got = _uncovered(fits, step=-1, axes=axes)
+        want = np.nonzero(reference_uncovered(fits, step=-1, axes=axes))
+        assert len(got) == len(want)
+        for a, b in zip(got, want, strict=True):
+            assert np.array_equal(a, b) and a.dtype == b.dtype
