@@ -817,8 +817,8 @@ def _retime(again: dict[tuple[Any, ...], _Job], chip: Chip, dataflow: str) -> No
     are asked is priced again on ``chip``, once, and each op whose every group was keeps its
     fastest, as :func:`search_many` picks it (and as :func:`map_op`'s own search would). The
     others are left to :func:`map_op`, which re-times their searches one by one."""
-    entries = {}
-    groups: dict[int, _Group] = {}
+    entries: dict[tuple[Any, ...], tuple[tuple[Any, ...], _Batched]] = {}
+    groups: dict[int, _Group] = {}  # by identity: each priced once
     for sig, (_, names, backing) in again.items():
         key = _latency_key(sig, names, chip, dequantizes(backing))
         batched = _SEARCHES[key][0].batched
@@ -855,7 +855,9 @@ def search_many(
     class and filter window), prepared at once, and the ops with at most 2 x :data:`SEEDS`
     candidates (those the bounded search prices in full) priced at once; each op then keeps its
     own first cheapest, exactly as :func:`map_op` picks it, and both caches hold what a search
-    of its own would have put there. Ops already cached, ops without a loop nest and ops
+    of its own would have put there. Ops a batch searched already on a chip of the same
+    geometry (a chip that differs in its timing alone) are re-timed group by group, not
+    searched (:func:`_retime`). Ops already cached, ops without a loop nest and ops
     :func:`map_op` refuses are left to it. Returns the number of ops searched.
 
     Raises:
