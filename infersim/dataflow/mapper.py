@@ -810,31 +810,26 @@ def _priced_in(
     return one_of(timed, o, lo + j - starts[p])
 
 
-def _retime(again: dict[tuple[Any, ...], _Job], chip: Chip, dataflow: str) -> None:
-    """The latency mappings on ``chip`` of the ops ``again`` (op signature: problem, templates,
-    backing) whose search a batched pass made on a chip of the same geometry
-    (:data:`_SEARCHES` holds its entry unread, with its groups): each group all of whose ops
-    are asked is priced again on ``chip``, once, and each op whose every group was keeps its
-    fastest, as :func:`search_many` picks it (and as :func:`map_op`'s own search would). The
-    others are left to :func:`map_op`, which re-times their searches one by one."""
-    entries: dict[tuple[Any, ...], tuple[tuple[Any, ...], _Batched]] = {}
-    groups: dict[int, _Group] = {}  # by identity: each priced once
-    for sig, (_, names, backing) in again.items():
-        key = _latency_key(sig, names, chip, dequantizes(backing))
-        batched = _SEARCHES[key][0].batched
-        entries[sig] = (key, batched)
-        for group, _, _ in batched[1]:
-            groups[id(group)] = group
-    priced: dict[int, _Priced] = {}
+def _retime(
+    again: dict[tuple[Any, ...], tuple[_Job, tuple[Any, ...], _Batched]], chip: Chip,
+    dataflow: str,
+) -> None:
+    """The latency mappings on ``chip`` of the ops ``again`` (op signature: its job, its
+    :data:`_SEARCHES` key, and the groups a batched pass on a chip of the same geometry priced
+    it in, its entry still unread): each group all of whose ops are asked is priced again on
+    ``chip``, once, and each op whose every group was keeps its fastest, as
+    :func:`search_many` picks it (and as :func:`map_op`'s own search would). The others are
+    left to :func:`map_op`, which re-times their searches one by one."""
+    groups = {id(g): g for _, _, (_, placed, _) in again.values() for g, _, _ in placed}
+    priced: dict[int, _Priced] = {}  # by identity: each group priced once
     for gid, group in groups.items():
         if all(sig in again for sig in group.sigs) and all(
-            (again[sig][2] is None) == group.plain for sig in group.sigs
+            (again[sig][0][2] is None) == group.plain for sig in group.sigs
         ):
-            priced[gid] = _priced_group(group, chip, [again[sig][2] for sig in group.sigs])
-    for sig, (key, (parts, placed, starts)) in entries.items():
+            priced[gid] = _priced_group(group, chip, [again[sig][0][2] for sig in group.sigs])
+    for sig, ((prob, _, backing), key, (parts, placed, starts)) in again.items():
         if any(id(group) not in priced for group, _, _ in placed):
             continue
-        prob, _, backing = again[sig]
         picks = _fastest_priced(prob, chip, parts, starts,
                                 [(priced[id(g)], lo, hi) for g, lo, hi in placed], backing)
         STATS["reused"] += 1
@@ -866,7 +861,7 @@ def search_many(
     if backings is not None and len(backings) != len(ops):
         raise ValueError(f"backings: {len(backings)} for {len(ops)} ops: give one per op")
     jobs: dict[tuple[Any, ...], _Job] = {}
-    again: dict[tuple[Any, ...], _Job] = {}  # searched in a batch already: re-timed
+    again: dict[tuple[Any, ...], tuple[_Job, tuple[Any, ...], _Batched]] = {}  # re-timed
     for i, op in enumerate(ops):
         sig = op.signature()
         backing = None if backings is None else backings[i]
@@ -877,11 +872,12 @@ def search_many(
             prob, names = _checked(op, chip, dataflow)
         except InfersimError:
             continue  # map_op raises it where the op is costed
-        entry = _SEARCHES.get(_latency_key(sig, names, chip, dequantizes(backing)))
+        key = _latency_key(sig, names, chip, dequantizes(backing))
+        entry = _SEARCHES.get(key)
         if entry is None:
             jobs[sig] = (prob, names, backing)
         elif isinstance(entry[0], _Deferred) and entry[0].batched is not None:
-            again[sig] = (prob, names, backing)
+            again[sig] = ((prob, names, backing), key, entry[0].batched)  # batched already
     if again:
         _retime(again, chip, dataflow)
     if not jobs:
