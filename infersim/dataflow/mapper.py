@@ -1101,24 +1101,208 @@ def _refetch_free(prob: Problem, chip: Chip) -> dict[str, Access] | None:
     return None
 
 
+_EXACT_STEP = 64.0
+"""Operand widths and capacities in steps of 1/64 byte (bits, MX scales) keep every SRAM need
+and DRAM byte count of a plain GEMM below :data:`_EXACT_BYTES` an exact double (a whole number
+of 1/64 bytes below 2^47 has at most 53 significant bits), whatever the order of the sums."""
+_EXACT_BYTES = float(2**46)
+
+_Lined = tuple[Tiling, dict[str, Access]]
+"""A tiling and its DRAM reads and writes per operand."""
+
+
+def _exact(x: float) -> bool:
+    """Whether ``x`` bytes is a whole number of 1/:data:`_EXACT_STEP` bytes below
+    :data:`_EXACT_BYTES`."""
+    return abs(x) < _EXACT_BYTES and float(x * _EXACT_STEP).is_integer()
+
+
+def _plain_gemm(prob: Problem) -> tuple[float, float, float, float] | None:
+    """The bytes of the input, the weight and the output of ``prob`` (each tensor once, as
+    :func:`~infersim.dataflow.loopnest.problem.total_footprint` counts them) and of its final
+    output write, where it is a plain GEMM: one group, no filter window, stride 1 (three
+    loops K, C, P; every tile's input rows its P extent) whose widths, tile needs and DRAM
+    bytes in any tiling are :func:`_exact`; else None."""
+    d, ob = prob.dims, prob.operand_bytes
+    if not (prob.stride == 1 and d["G"] == d["N"] == d["Q"] == d["R"] == d["S"] == 1
+            and prob.padded_h >= d["P"]):  # fmt: skip
+        return None
+    k, c, p = d["K"], d["C"], d["P"]
+    wi, ww, wo = ob["input"], ob["weight"], ob["output"]
+    ti, tw, to = c * prob.in_h * prob.in_w * wi, k * c * ww, k * p * wo
+    final = to * prob.output_write_scale
+    need = c * p * wi + k * c * ww + k * p * wo  # the whole op as one tile
+    most = k * ti + p * tw + 2 * c * to + final  # every operand refetched by its loop's count
+    if not all(map(_exact, (wi, ww, wo, final, need, most))):
+        return None
+    return ti, tw, to, final
+
+
+def _line_fewest(prob: Problem, chip: Chip) -> _Lined | None:
+    """:func:`_lines_fewest` of one op."""
+    return _lines_fewest([prob], chip)[0]
+
+
+def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
+    """Per problem of ``probs``: the tiling :func:`_grid_fewest` picks for it on a one-core
+    ``chip`` and its DRAM reads and writes per operand (as :func:`traffic_of` computes them),
+    found from the (K, C) lines of its candidate grid instead of the whole grid, in one
+    vectorized pass per token extent; None where that does not apply (not a
+    :func:`_plain_gemm`, a capacity off the exact steps of :data:`_EXACT_STEP`, or nothing
+    fits): the grid decides.
+
+    Every figure below is a whole number of 1/64 bytes under 2^46 (:func:`_plain_gemm`), so
+    each product and sum is exact, in any order: the same floats as the grid's. The
+    double-buffered need of a tile (tk, tc, tp) is a + b·tp with a = tk·tc·w and
+    b = tc·i + tk·o (the operand widths), and the largest fitting tp of each line is tested
+    against (capacity / 2 − a) / b (a correctly rounded quotient of such figures never
+    crosses a whole number). On one core a tiling that covers another in every dim moves no
+    more DRAM bytes in any order (every tile count, hence every refetch, only falls), and
+    each line's largest fitting tile the grid drops as covered is covered by another line's
+    earlier in C order (one step up K or C): the first fewest of the lines' tiles,
+    order-major as the grid ranks them, is the grid's. The DRAM bytes per order are
+    :func:`~infersim.dataflow.loopnest.dram.dram_figures`' on one core written out for the
+    three loops: an operand is fetched again by the count of the loop it does not depend on
+    (input: K; weight: P; output: C) wherever a loop inner to that one iterates (every other loop,
+    it depends on), the output's partial sums written and read back; summed over the
+    operands, each order's bytes are the bytes of every tensor once plus, per loop, the
+    extra fetches of its operand where a loop inner to it iterates (:func:`_line_terms`)."""
+    out: list[_Lined | None] = [None] * len(probs)
+    half = chip.sram.capacity_bytes / 2
+    if chip.cores != 1 or not _exact(half):
+        return out
+    aligns = _traffic_aligns(chip)
+    by_rows: dict[int, list[tuple[int, tuple[float, float, float, float]]]] = {}
+    for at, prob in enumerate(probs):  # by token extent: one ladder of tile rows each
+        once = _plain_gemm(prob)
+        if once is not None:
+            by_rows.setdefault(prob.dims["P"], []).append((at, once))
+    terms, flags = _line_terms()
+    for p, members in by_rows.items():
+        lines = [_lines_of(probs[at].dims["K"], aligns["K"], probs[at].dims["C"], aligns["C"])
+                 for at, _ in members]  # fmt: skip
+        sizes = [kc.shape[1] for kc in lines]
+        tk, tc, more_k, more_c = lines[0] if len(lines) == 1 else np.concatenate(lines, axis=1)
+        ww, wi, wo, ti, tw, to, final = np.repeat(np.array(
+            [(probs[at].operand_bytes["weight"], probs[at].operand_bytes["input"],
+              probs[at].operand_bytes["output"], *once) for at, once in members]).T,
+            sizes, axis=1)  # fmt: skip
+        bound = (half - tk * tc * ww) / (tc * wi + tk * wo)  # each line's largest tp
+        rows = _ladder_array(p, aligns["P"])[::-1]  # ascending
+        fit = np.searchsorted(rows, bound, side="right")  # its fitting extents (the smallest)
+        tp = rows[fit - 1]  # (a line where none fits: any, its bytes made infinite below)
+        more = np.vstack((more_k, more_c, NP.ceil_div(float(p), tp) - 1.0))  # counts − 1
+        extra = np.vstack((ti, to + to, tw)) * more  # per loop: its operand fetched again
+        moved = terms @ ((flags @ more > 0.5) * extra[_TERM_LOOP]) + np.where(
+            fit > 0, ti + tw + final, np.inf)  # fmt: skip
+        lo = 0
+        for (at, once), size in zip(members, sizes, strict=True):
+            o, j = divmod(int(np.argmin(moved[:, lo:lo + size])), size)
+            j += lo
+            lo += size
+            if moved[o, j] < np.inf:  # else nothing fits
+                out[at] = _line_picked(probs[at], once, o, float(tk[j]), float(tc[j]),
+                                       float(tp[j]), more[:, j].tolist())  # fmt: skip
+    return out
+
+
+def _line_picked(
+    prob: Problem, once: tuple[float, float, float, float], o: int, tk: float, tc: float,
+    tp: float, more: list[float],
+) -> _Lined:
+    """The tiling of :func:`_lines_fewest` of extents (``tk``, ``tc``, ``tp``) in the
+    ``o``-th order of :data:`ORDERS`, and its DRAM reads and writes per operand, computed as
+    :func:`~infersim.dataflow.loopnest.dram.dram_figures` computes them (``once``: the bytes
+    of each tensor and the final output write, :func:`_plain_gemm`; ``more``: each loop's
+    count less one, in :data:`_LINE_DIMS` order)."""
+    refetch = [1.0, 1.0, 1.0]
+    for at, inner in _LINE_INNER[o]:
+        if any(more[e] > 0.5 for e in inner):  # a loop inner to it iterates
+            refetch[at] = more[at] + 1.0
+    ti, tw, to, final = once
+    spill = to * (refetch[1] - 1.0)
+    tile = {**dict.fromkeys(DIMS, 1), "K": int(tk), "C": int(tc), "P": int(tp)}
+    tiling = Tiling(tile=tile, order=ORDERS[o])
+    return tiling, {
+        "input": Access(ti * refetch[0], 0.0),
+        "weight": Access(tw * refetch[2], 0.0),
+        "output": Access(spill, spill + final),
+    }
+
+
+_LINE_DIMS = ("K", "C", "P")
+"""The loops of a plain GEMM (:func:`_plain_gemm`)."""
+_LINE_INNER = tuple(
+    tuple((d, tuple(loops[at + 1:])) for at, d in enumerate(loops[:-1]))
+    for loops in ([_LINE_DIMS.index(d) for d in order if d in _LINE_DIMS] for order in ORDERS)
+)
+"""Per order of :data:`ORDERS`: each loop of :data:`_LINE_DIMS` with loops inner to it (as
+indices), and those."""
+_TERM_LOOP = np.repeat(np.arange(len(_LINE_DIMS)), len(_LINE_DIMS))
+"""Per term of :func:`_line_terms`: its loop (three terms each)."""
+
+
+@functools.cache
+def _line_terms() -> tuple[Arr, Arr]:
+    """(terms, flags) of :func:`_lines_fewest`: per loop of :data:`_LINE_DIMS`, three terms,
+    one per set of loops that may lie inner to it (both others, the first, the second); per
+    order of :data:`ORDERS`, 1.0 for the term of each loop that has loops inner to it
+    (shape (orders, terms)); per term, 1.0 for each of its loops (shape (terms, loops)): a
+    loop's operand is fetched again where one of them iterates."""
+    sets: list[tuple[str, ...]] = []
+    for d in _LINE_DIMS:
+        others = tuple(e for e in _LINE_DIMS if e != d)
+        sets += [others, others[:1], others[1:]]
+    flags = np.array([[float(e in s) for e in _LINE_DIMS] for s in sets])
+    terms = np.zeros((len(ORDERS), len(sets)))
+    for o, order in enumerate(ORDERS):
+        loops = [d for d in order if d in _LINE_DIMS]
+        for at, d in enumerate(loops[:-1]):
+            inner = tuple(e for e in _LINE_DIMS if e in loops[at + 1:])
+            terms[o, sets.index(inner, 3 * _LINE_DIMS.index(d))] = 1.0
+    return terms, flags
+
+
+@functools.lru_cache(maxsize=4096)
+def _ladder_array(extent: int, aligns: tuple[int, ...]) -> Arr:
+    """:func:`_ladder` as a read-only float array (memoized)."""
+    out = np.array(_ladder(extent, aligns), dtype=np.float64)
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _lines_of(k: int, k_aligns: tuple[int, ...], c: int, c_aligns: tuple[int, ...]) -> Arr:
+    """The (K, C) lines of a plain GEMM's candidate grid, in C order of the two ladders: their
+    K and C extents and tile counts less one, shape (4, lines) (memoized, read-only)."""
+    tk, tc = _ladder_array(k, k_aligns), _ladder_array(c, c_aligns)
+    tk, tc = np.repeat(tk, len(tc)), np.tile(tc, len(tk))
+    out = np.stack((tk, tc, NP.ceil_div(float(k), tk) - 1.0, NP.ceil_div(float(c), tc) - 1.0))
+    out.flags.writeable = False
+    return out
+
+
 def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
     """Search the tilings :func:`traffic_of` and :func:`map_traffic` pick for ``ops`` on a
-    one-core ``chip`` (the shared-SRAM level) in one vectorized pass: the fitting maximal
-    candidates of every op stacked into one problem per group
+    one-core ``chip`` (the shared-SRAM level) in one vectorized pass: the plain GEMMs from
+    their candidate grids' lines (:func:`_lines_fewest`), the others' fitting maximal
+    candidates stacked into one problem per group
     (:func:`~infersim.dataflow.loopnest.problem.stacked`), their DRAM bytes in every order
-    computed at once, each op's first fewest kept as its own search would keep it. Ops already
-    searched, without a loop nest, and every op on a chip of several cores (whose search is
-    bounded per op) are left to the per-op search. Returns the number of ops searched."""
+    computed at once; each op keeps its first fewest as its own search would keep it. Ops
+    already searched, without a loop nest, and every op on a chip of several cores (whose
+    search is bounded per op) are left to the per-op search. Returns the number of ops
+    searched."""
     if chip.cores != 1:
         return 0
     geometry = (chip.sram.capacity_bytes, chip.array.rows, chip.array.cols)
     jobs: dict[tuple[Any, ...], tuple[Problem, dict[str, Arr]]] = {}
     groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    todo: dict[tuple[Any, ...], Problem] = {}
     for op in ops:
         sig = op.signature()
         key = (sig, "traffic", geometry)
         known = (sig, chip.key, "traffic-dram")
-        if key in _SEARCHES or sig in jobs or known in _TRAFFIC:
+        if key in _SEARCHES or sig in todo or known in _TRAFFIC:
             continue
         try:
             prob = problem_of(op)
@@ -1128,18 +1312,26 @@ def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
         if once is not None:  # what the grid search would find, without the grid
             _TRAFFIC.put(known, once)
             continue
+        todo[sig] = prob
+    sigs = list(todo)
+    for sig, lined in zip(sigs, _lines_fewest([todo[sig] for sig in sigs], chip), strict=True):
+        if lined is not None:  # the grid's pick, from its lines
+            _search_cache((sig, "traffic", geometry), lambda tiling=lined[0]: tiling)
+            _TRAFFIC.put((sig, chip.key, "traffic-dram"), lined[1])
+            continue
+        prob = todo[sig]
         tile, _ = _grid(prob, None, chip, _traffic_aligns(chip), [{}], maximal=True)
         if not tile or len(tile["G"]) == 0:
             continue  # the per-op search finds nothing either, and says so
         jobs[sig] = (prob, tile)
         groups.setdefault(stack_key(prob), []).append(sig)
-    for sigs in groups.values():
-        sizes = [len(jobs[sig][1]["G"]) for sig in sigs]
-        prob = stacked([jobs[sig][0] for sig in sigs], sizes)
-        tile = {d: np.concatenate([jobs[sig][1][d] for sig in sigs]) for d in DIMS}
+    for members in groups.values():
+        sizes = [len(jobs[sig][1]["G"]) for sig in members]
+        prob = stacked([jobs[sig][0] for sig in members], sizes)
+        tile = {d: np.concatenate([jobs[sig][1][d] for sig in members]) for d in DIMS}
         moved, reads, writes = _moved_by_operand(prob, _tile_counts(prob, tile), 1,
                                                  len(tile["G"]))  # fmt: skip
-        for sig, lo, hi in zip(sigs, np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes),
+        for sig, lo, hi in zip(members, np.cumsum([0, *sizes[:-1]]), np.cumsum(sizes),
                                strict=True):  # fmt: skip
             o, j = divmod(int(np.argmin(moved[:, lo:hi].reshape(-1))), int(hi - lo))
             mine = jobs[sig][1]
@@ -1150,10 +1342,16 @@ def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
                 name: Access(float(reads[name][o, lo + j]), float(writes[name][o, lo + j]))
                 for name in OPERANDS
             })  # fmt: skip
-    return len(jobs)
+    return len(todo)
 
 
 def _fewest_bytes(prob: Problem, chip: Chip) -> Tiling | None:
+    """:func:`_grid_fewest`, from the grid's lines where :func:`_line_fewest` applies."""
+    lined = _line_fewest(prob, chip)
+    return _grid_fewest(prob, chip) if lined is None else lined[0]
+
+
+def _grid_fewest(prob: Problem, chip: Chip) -> Tiling | None:
     """The tiling of the candidate grid (every template's ladders) and DRAM loop order that
     moves the fewest DRAM bytes with its double-buffered SRAM tile fitting; among equals the
     first in order and ladder sequence (on one core), or, where the best-bounded seeds already

@@ -1,5 +1,6 @@
-"""The traffic search's shortcut: a plain GEMM whose grid holds a tiling that fetches every
-operand once gets that tiling's DRAM figures without the grid, and exactly those."""
+"""The traffic search's shortcuts: a plain GEMM whose grid holds a tiling that fetches every
+operand once gets that tiling's DRAM figures without the grid, and exactly those; any other
+plain GEMM gets the grid's pick from the grid's (K, C) lines, exactly."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infersim.arch_models.chip import Chip
 from infersim.arch_models.presets import load_chip
 from infersim.dataflow import clear_cache, map_traffic, traffic_many
 from infersim.dataflow import mapper as mapper_module
-from infersim.dataflow.loopnest import problem_of
+from infersim.dataflow.loopnest import DIMS, PY, TILEABLE, Problem, Tiling, problem_of
+from infersim.dataflow.loopnest.dram import dram_traffic
 from infersim.dataflow.loopnest.mapping import Access
+from infersim.dataflow.templates import OPERANDS
 from infersim.simulator.engines.analytic import level_views
 from infersim.workloads.ops import Epilogue, Gemm
 
@@ -85,3 +89,70 @@ def test_a_gemm_too_large_for_the_sram_is_left_to_the_grid() -> None:
     op = Gemm(m=16384, k=16384, n=16384)
     assert mapper_module._refetch_free(problem_of(op), SHARED) is None
     assert not _once(op, _searched(op, SHARED))
+
+
+def _grid_pick(prob: Problem, chip: Chip) -> tuple[Tiling, dict[str, Access]] | None:
+    """The grid search's tiling (the whole candidate grid, no shortcut) and its DRAM figures
+    as traffic_of computes them."""
+    tiling = mapper_module._grid_fewest(prob, chip)
+    if tiling is None:
+        return None
+    tile = tiling.extents(prob)
+    order = (*tiling.order, *(d for d in TILEABLE if d not in tiling.order))
+    counts = {d: PY.ceil_div(float(prob.dims[d]), float(tile[d])) for d in DIMS}
+    reads, writes, _ = dram_traffic(prob, counts, (order,), 1, PY)
+    return tiling, {name: Access(float(reads[name]), float(writes[name])) for name in OPERANDS}
+
+
+@st.composite
+def plain_gemms(draw: st.DrawFn) -> tuple[Gemm, Chip]:
+    """A plain GEMM and a one-core chip; half the time the SRAM holds exactly one tile of the
+    candidate grid double-buffered (a fit decided at the boundary)."""
+    sizes = st.one_of(st.integers(1, 70000), st.sampled_from([1, 64, 2048, 4096, 8192, 28672]))
+    op = Gemm(m=draw(sizes), k=draw(sizes), n=draw(sizes),
+              a_dtype=draw(st.sampled_from(["bf16", "fp8", "fp32"])),
+              b_dtype=draw(st.sampled_from(["bf16", "fp8", "int4"])),
+              epilogue=draw(st.sampled_from([None, Epilogue(out_ratio=0.5),
+                                             Epilogue(out_ratio=1 / 3)])))  # fmt: skip
+    chip = SHARED.with_(**{"array.rows": draw(st.sampled_from([16, 64, 128])),
+                           "array.cols": draw(st.sampled_from([16, 128, 256]))})  # fmt: skip
+    capacity = draw(st.integers(1 << 12, 1 << 30))
+    if draw(st.booleans()):  # exactly one candidate's need, double-buffered
+        prob, aligns = problem_of(op), mapper_module._traffic_aligns(chip)
+        tile = dict.fromkeys(DIMS, 1.0)
+        for d in ("K", "C", "P"):
+            tile[d] = float(draw(st.sampled_from(mapper_module._ladder(prob.dims[d], aligns[d]))))
+        capacity = 2 * mapper_module.buffer_bytes(prob, None, tile, PY)
+    return op, chip.with_(**{"sram.capacity_bytes": capacity})
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=plain_gemms())
+def test_the_lines_pick_what_the_grid_picks(case: tuple[Gemm, Chip]) -> None:
+    """The search over the grid's (K, C) lines gives the grid search's tiling and DRAM
+    figures bit for bit, and answers every plain GEMM where something fits and every figure
+    is a whole number of 1/64 bytes below 2^46 (its final output write, with a ratio of 1/3,
+    need not be; the most bytes any tiling moves may exceed the bound)."""
+    op, chip = case
+    prob = problem_of(op)
+    lined = mapper_module._line_fewest(prob, chip)
+    grid = _grid_pick(prob, chip)
+    if lined is not None:
+        assert lined == grid
+    k, c, p = (prob.dims[d] for d in ("K", "C", "P"))
+    ob = prob.operand_bytes
+    final = k * p * ob["output"] * prob.output_write_scale
+    most = k * c * p * (ob["input"] + ob["weight"] + 2 * ob["output"]) + final
+    exact = most < 2**46 and all(float(x * 64).is_integer()
+                                 for x in (final, chip.sram.capacity_bytes / 2))  # fmt: skip
+    assert (lined is not None) == (grid is not None and exact)
+
+
+@settings(max_examples=50, deadline=None)
+@given(cases=st.lists(plain_gemms(), min_size=2, max_size=5))
+def test_a_batch_of_lines_is_each_op_alone(cases: list[tuple[Gemm, Chip]]) -> None:
+    """One pass over several ops (token extents shared or not) gives each its own answer."""
+    chip = cases[0][1]
+    probs = [problem_of(op) for op, _ in cases]
+    alone = [mapper_module._line_fewest(prob, chip) for prob in probs]
+    assert mapper_module._lines_fewest(probs, chip) == alone
