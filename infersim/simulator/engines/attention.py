@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from infersim import dtypes
 from infersim.arch_models.chip import Chip
@@ -88,9 +89,15 @@ def grid(
     base = round(op.batch * op.kv_heads * g.ctas)
     keys_mean = g.keys / g.ctas
     keys_max = float(op.keys_read) if op.causal or op.window is not None else keys_mean
-    splits = max(1, min(splits, math.ceil(keys_max / block)))
-    return Grid(base * splits, rows, mma_rows, block, keys_mean / splits, keys_max / splits,
-                splits)
+    return split_grid(Grid(base, rows, mma_rows, block, keys_mean, keys_max, 1), splits)
+
+
+def split_grid(one: Grid, splits: int) -> Grid:
+    """The unsplit grid ``one`` with each CTA's keys cut into ``splits`` (at most one split per
+    key block)."""
+    splits = max(1, min(splits, math.ceil(one.keys_max / one.block)))
+    return Grid(one.ctas * splits, one.rows, one.mma_rows, one.block, one.keys_mean / splits,
+                one.keys_max / splits, splits)  # fmt: skip
 
 
 def cta_cycles(op: Attention, chip: Chip, keys: float, gr: Grid) -> tuple[float, float]:
@@ -143,15 +150,29 @@ def cost(op: Attention, chip: Chip) -> OpCost:
     flash = roofline.flash_grid(op, roofline.flash_block_rows(op, chip))
     traffic = roofline.flash_attention_traffic(op, chip, flash)
     one = grid(op, chip, 1, flash)
-    return min((_cost(op, chip, grid(op, chip, s, flash), traffic)
-                for s in split_options(op, chip, one)), key=lambda c: c.time_s)
+    best: tuple[Grid, _Timed] | None = None
+    for s in split_options(op, chip, one):
+        gr = split_grid(one, s)
+        timed = _timed(op, chip, gr, traffic)
+        if best is None or timed.time_s < best[1].time_s:
+            best = (gr, timed)
+    assert best is not None  # split_options holds 1
+    return _cost(op, chip, *best, traffic)
 
 
-def _cost(
-    op: Attention, chip: Chip, gr: Grid, traffic: roofline.FlashTraffic | None = None
-) -> OpCost:
-    """The cost of ``op`` run as the grid ``gr`` (``traffic``: its
-    :func:`~infersim.simulator.engines.roofline.flash_attention_traffic`, when known already)."""
+class _Timed(NamedTuple):
+    """The time of a grid (:func:`_timed`) and what its cost reports of it."""
+
+    time_s: float
+    bound: Bound
+    work_s: float
+    memory_s: float
+    l2_bytes: float
+
+
+def _timed(op: Attention, chip: Chip, gr: Grid, traffic: roofline.FlashTraffic) -> _Timed:
+    """The time of ``op`` run as the grid ``gr`` (``traffic``: its
+    :func:`~infersim.simulator.engines.roofline.flash_attention_traffic`)."""
     cal = chip.calibration
     mma, softmax = cta_cycles(op, chip, gr.keys_mean, gr)
     per_cta = max(mma, softmax)
@@ -161,8 +182,6 @@ def _cost(
     else:
         work = math.ceil(gr.ctas / chip.cores) * per_cta
     work_s = work / cal.attention_efficiency / chip.freq_hz
-    if traffic is None:
-        traffic = roofline.flash_attention_traffic(op, chip)
     act = dtypes.nbytes(op.dtype)
     q_o = op.batch * op.heads * op.q_len * (op.head_dim + op.dv) * act
     partials = 0.0
@@ -179,6 +198,21 @@ def _cost(
                                     * cal.shared_sram_bandwidth_efficiency)
     bound: Bound = max(terms, key=terms.__getitem__)
     time_s = terms[bound] + chip.dram.latency_s + kernels(gr) * chip.kernel_overhead_s
+    return _Timed(time_s, bound, work_s, terms["memory"], l2_bytes)
+
+
+def _cost(
+    op: Attention, chip: Chip, gr: Grid, timed: _Timed | None = None,
+    traffic: roofline.FlashTraffic | None = None,
+) -> OpCost:
+    """The cost of ``op`` run as the grid ``gr`` (``timed``: its :func:`_timed`, ``traffic``:
+    its :func:`~infersim.simulator.engines.roofline.flash_attention_traffic`, when known
+    already)."""
+    if traffic is None:
+        traffic = roofline.flash_attention_traffic(op, chip)
+    if timed is None:
+        timed = _timed(op, chip, gr, traffic)
+    time_s, bound, work_s, memory_s, l2_bytes = timed
     mac_class = dtypes.mac_class(op.dtype)
     shared_pj = chip.energy.shared_sram_pj_per_byte if chip.shared_sram is not None else 0.0
     energy_pj = (op.array_flops / 2 * chip.energy.mac(mac_class)
@@ -186,7 +220,7 @@ def _cost(
                  + traffic.dram_bytes * chip.energy.dram_pj_per_byte + l2_bytes * shared_pj)
     return OpCost(
         name=op.name, kind=op.kind, count=op.count, flops=op.flops,
-        dram_bytes=traffic.dram_bytes, compute_s=work_s, memory_s=terms["memory"],
+        dram_bytes=traffic.dram_bytes, compute_s=work_s, memory_s=memory_s,
         time_s=time_s, bound=bound, cycles=time_s * chip.freq_hz, energy_pj=energy_pj,
         dataflow="tc", utilization=op.array_flops / (time_s * chip.peak_flops(mac_class)),
     )  # fmt: skip
