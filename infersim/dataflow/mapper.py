@@ -172,6 +172,8 @@ def clear_cache() -> None:
     clear_tile_folds()
     _TRAFFIC.clear()
     _GRIDS.clear()
+    _ladder_array.cache_clear()
+    _lines_of.cache_clear()
     _SEARCHES.clear()
     _SEARCHES_BYTES[0] = 0
     STATS.update(searches=0, reused=0)
