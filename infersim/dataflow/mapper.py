@@ -1165,10 +1165,11 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
     order-major as the grid ranks them, is the grid's. The DRAM bytes per order are
     :func:`~infersim.dataflow.loopnest.dram.dram_figures`' on one core written out for the
     three loops: an operand is fetched again by the count of the loop it does not depend on
-    (input: K; weight: P; output: C) wherever a loop inner to that one iterates (every other loop,
-    it depends on), the output's partial sums written and read back; summed over the
-    operands, each order's bytes are the bytes of every tensor once plus, per loop, the
-    extra fetches of its operand where a loop inner to it iterates (:func:`_line_terms`)."""
+    (the input: K; the weight: P; the output: C) wherever a loop inner to that one iterates
+    (it depends on both others), the output's partial sums written and read back; summed
+    over the operands, each order's bytes are the bytes of every tensor once plus, per loop,
+    the extra fetches of its operand where a loop inner to it iterates
+    (:func:`_line_terms`)."""
     out: list[_Lined | None] = [None] * len(probs)
     half = chip.sram.capacity_bytes / 2
     if chip.cores != 1 or not _exact(half):
