@@ -1279,8 +1279,10 @@ def _lines_of(k: int, k_aligns: tuple[int, ...], c: int, c_aligns: tuple[int, ..
     """The (K, C) lines of a plain GEMM's candidate grid, in C order of the two ladders: their
     K and C extents and tile counts less one, shape (4, lines) (memoized, read-only)."""
     tk, tc = _ladder_array(k, k_aligns), _ladder_array(c, c_aligns)
-    tk, tc = np.repeat(tk, len(tc)), np.tile(tc, len(tk))
-    out = np.stack((tk, tc, NP.ceil_div(float(k), tk) - 1.0, NP.ceil_div(float(c), tc) - 1.0))
+    out = np.empty((4, len(tk), len(tc)))
+    out[0], out[1] = tk[:, None], tc  # each K extent along a row, each C extent across
+    out[2], out[3] = NP.ceil_div(float(k), tk)[:, None] - 1.0, NP.ceil_div(float(c), tc) - 1.0
+    out = out.reshape(4, -1)
     out.flags.writeable = False
     return out
 
