@@ -1186,21 +1186,25 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
                  for at, _ in members]  # fmt: skip
         sizes = [kc.shape[1] for kc in lines]
         tk, tc, more_k, more_c = lines[0] if len(lines) == 1 else np.concatenate(lines, axis=1)
-        ww, wi, wo, ti, tw, to, final = np.repeat(np.array(
-            [(probs[at].operand_bytes["weight"], probs[at].operand_bytes["input"],
-              probs[at].operand_bytes["output"], *once) for at, once in members]).T,
+        # per line: the widths, each loop's operand bytes (the output's written and read
+        # back), and the bytes of every tensor once
+        per = np.repeat(np.array([
+            (*(probs[at].operand_bytes[name] for name in ("weight", "input", "output")),
+             ti, to + to, tw, ti + tw + final) for at, (ti, tw, to, final) in members]).T,
             sizes, axis=1)  # fmt: skip
+        ww, wi, wo, base = per[0], per[1], per[2], per[6]
         bound = (half - tk * tc * ww) / (tc * wi + tk * wo)  # each line's largest tp
         rows = _ladder_array(p, aligns["P"])[::-1]  # ascending
-        fit = np.searchsorted(rows, bound, side="right")  # its fitting extents (the smallest)
+        fit = rows.searchsorted(bound, side="right")  # its fitting extents (the smallest)
         tp = rows[fit - 1]  # (a line where none fits: any, its bytes made infinite below)
-        more = np.vstack((more_k, more_c, NP.ceil_div(float(p), tp) - 1.0))  # counts − 1
-        extra = np.vstack((ti, to + to, tw)) * more  # per loop: its operand fetched again
+        more = np.empty((3, len(tk)))  # each loop's count less one
+        more[0], more[1], more[2] = more_k, more_c, NP.ceil_div(float(p), tp) - 1.0
+        extra = per[3:6] * more  # per loop: its operand fetched again
         moved = terms @ ((flags @ more > 0.5) * extra[_TERM_LOOP]) + np.where(
-            fit > 0, ti + tw + final, np.inf)  # fmt: skip
+            fit > 0, base, np.inf)  # fmt: skip
         lo = 0
         for (at, once), size in zip(members, sizes, strict=True):
-            o, j = divmod(int(np.argmin(moved[:, lo:lo + size])), size)
+            o, j = divmod(int(moved[:, lo:lo + size].argmin()), size)
             j += lo
             lo += size
             if moved[o, j] < np.inf:  # else nothing fits

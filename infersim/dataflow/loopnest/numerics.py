@@ -111,8 +111,8 @@ class NumpyMath:
     def equal_each(values: Sequence[Any], targets: Sequence[Any]) -> list[bool]:
         """Per value, whether it equals its target (a number, or one per candidate) on every
         candidate."""
-        if any(isinstance(t, np.ndarray) for t in targets):
-            return [bool(np.all(v == t)) for v, t in zip(values, targets, strict=True)]
+        if any(isinstance(t, np.ndarray) for t in targets):  # .all(): np.all dispatches slower
+            return [bool(np.equal(v, t).all()) for v, t in zip(values, targets, strict=True)]
         equal = np.array(values) == np.array(targets, dtype=np.float64)[:, None]
         return cast("list[bool]", equal.all(axis=1).tolist())
 
