@@ -2,7 +2,7 @@
 cycle model against the roofline without the wall clock's noise (a shared 2-core machine
 drifts by about ±25% within seconds; these counts move by about ±3% between runs).
 
-Run: ``.venv/bin/python benchmarks/bench_instructions.py`` (needs ``valgrind``; about 4
+Run: ``.venv/bin/python benchmarks/bench_instructions.py`` (needs ``valgrind``; about 5
 minutes). For each engine, runs a child process under ``valgrind --tool=callgrind`` with
 address-space randomization off (``setarch -R``, where there is one) and a fixed hash seed,
 twice: once warming up (the four points below, each engine once, then nothing) and once
@@ -12,6 +12,11 @@ imports, preset loading and the first call's warm-up cancel out. Points: llama-3
 llama-3-70b, prefill 2048 and decode at 2048 context, batch 1, on h100-sxm, persistent cost
 store off. Prints both engines' counts and their ratio (issue 13: the wall ratio of
 ``bench_engines.py`` is the target; this is its deterministic companion).
+
+The same runs simulate the caches (``--cache-sim=yes``, a last level of :data:`LL_BYTES`):
+the data misses of that level per cold point say how far a point's working set outgrows one
+core's private cache, and so how much a neighbour that fills the shared L3 slows it (the
+wall ratio of ``bench_engines.py`` rises with the machine's load where these misses are many).
 """
 
 from __future__ import annotations
@@ -49,20 +54,26 @@ for _ in range(rounds):
         simulate(chip, model, scenario, engine=engine, ways_out=False)
 """
 POINTS = 4
+LL_BYTES = 1 << 20
+"""The simulated last-level cache: one core's private L2 on this machine (AMD EPYC, 1 MiB);
+what misses it goes to the L3 that other tenants of the host share."""
 
 
-def instructions(engine: str, rounds: int) -> int:
-    """Instructions callgrind counts for the child costing ``rounds`` rounds cold."""
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-               "-c", CHILD, engine, str(rounds)]  # fmt: skip
+def counts(engine: str, rounds: int) -> tuple[int, int]:
+    """Instructions, and data misses of a simulated :data:`LL_BYTES` last-level cache, that
+    callgrind counts for the child costing ``rounds`` rounds cold."""
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+               "--cache-sim=yes", f"--LL={LL_BYTES},16,64", sys.executable, "-c", CHILD,
+               engine, str(rounds)]  # fmt: skip
     if shutil.which("setarch"):
         command = ["setarch", "-R", *command]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise RuntimeError(f"callgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    found = [re.search(pattern + r"\s*([\d,]+)", done.stderr)
+             for pattern in (r"I\s+refs:", r"LLd misses:")]  # fmt: skip
+    if found[0] is None or found[1] is None:
+        raise RuntimeError(f"callgrind printed no counts:\n{done.stderr[-2000:]}")
+    return int(found[0].group(1).replace(",", "")), int(found[1].group(1).replace(",", ""))
 
 
 def main() -> int:
@@ -71,11 +82,13 @@ def main() -> int:
         return 0
     per_point = {}
     for engine in ("roofline", "analytic"):
-        counted = instructions(engine, ROUNDS) - instructions(engine, 0)
-        per_point[engine] = counted / (ROUNDS * POINTS)
-        print(f"{engine:9s} {per_point[engine] / 1e6:6.2f} M instructions per cold point "
+        (ins, miss), (ins0, miss0) = counts(engine, ROUNDS), counts(engine, 0)
+        per_point[engine] = (ins - ins0) / (ROUNDS * POINTS), (miss - miss0) / (ROUNDS * POINTS)
+        print(f"{engine:9s} {per_point[engine][0] / 1e6:6.2f} M instructions, "
+              f"{per_point[engine][1]:8,.0f} misses of a {LL_BYTES >> 20} MiB cache per cold point "
               f"({ROUNDS * POINTS} points)")
-    print(f"analytic / roofline: {per_point['analytic'] / per_point['roofline']:.2f}x")
+    print(f"analytic / roofline: {per_point['analytic'][0] / per_point['roofline'][0]:.2f}x "
+          "the instructions")
     return 0
 
 
