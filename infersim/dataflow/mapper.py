@@ -174,6 +174,7 @@ def clear_cache() -> None:
     _GRIDS.clear()
     _ladder_array.cache_clear()
     _lines_of.cache_clear()
+    _line_steps.cache_clear()
     _SEARCHES.clear()
     _SEARCHES_BYTES[0] = 0
     STATS.update(searches=0, reused=0)
@@ -1162,7 +1163,11 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
     more DRAM bytes in any order (every tile count, hence every refetch, only falls), and
     each line's largest fitting tile the grid drops as covered is covered by another line's
     earlier in C order (one step up K or C): the first fewest of the lines' tiles,
-    order-major as the grid ranks them, is the grid's. The DRAM bytes per order are
+    order-major as the grid ranks them, is the grid's. For the same reason the lines whose
+    neighbour one step up K or C fits as many tile rows are left out before their bytes are
+    counted (:func:`_line_steps`; of llama-3-70b's prefill GEMMs on an H100's L2, 67 of
+    1,260 lines remain, and the arrays of the batch shrink with them). The DRAM bytes per
+    order are
     :func:`~infersim.dataflow.loopnest.dram.dram_figures`' on one core written out for the
     three loops: an operand is fetched again by the count of the loop it does not depend on
     (the input: K; the weight: P; the output: C) wherever a loop inner to that one iterates
@@ -1185,31 +1190,44 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
         lines = [_lines_of(probs[at].dims["K"], aligns["K"], probs[at].dims["C"], aligns["C"])
                  for at, _ in members]  # fmt: skip
         sizes = [kc.shape[1] for kc in lines]
-        tk, tc, more_k, more_c = lines[0] if len(lines) == 1 else np.concatenate(lines, axis=1)
-        # per line: the widths, each loop's operand bytes (the output's written and read
-        # back), and the bytes of every tensor once
-        per = np.repeat(np.array([
-            (*(probs[at].operand_bytes[name] for name in ("weight", "input", "output")),
-             ti, to + to, tw, ti + tw + final) for at, (ti, tw, to, final) in members]).T,
-            sizes, axis=1)  # fmt: skip
-        ww, wi, wo, base = per[0], per[1], per[2], per[6]
+        starts = np.cumsum([0, *sizes[:-1]])
+        every = lines[0] if len(lines) == 1 else np.concatenate(lines, axis=1)
+        tk, tc = every[0], every[1]
+        ww, wi, wo = np.repeat(np.array([[probs[at].operand_bytes[name] for at, _ in members]
+                                         for name in ("weight", "input", "output")]),
+                               sizes, axis=1)  # fmt: skip
         bound = (half - tk * tc * ww) / (tc * wi + tk * wo)  # each line's largest tp
         rows = _ladder_array(p, aligns["P"])[::-1]  # ascending
-        fit = rows.searchsorted(bound, side="right")  # its fitting extents (the smallest)
-        tp = rows[fit - 1]  # (a line where none fits: any, its bytes made infinite below)
+        fit = rows.searchsorted(bound, side="right")  # its fitting extents (0: none fits)
+        # a line whose neighbour one step up K or C (the same tile, larger) fits as many tile
+        # rows is covered by it, and that neighbour comes earlier in C order: the first
+        # fewest is never such a line, nor one where nothing fits (fit 0 is no more than any)
+        up = np.concatenate([_line_steps(probs[at].dims["K"], aligns["K"], probs[at].dims["C"],
+                                         aligns["C"]) for at, _ in members], axis=1)  # fmt: skip
+        up = np.where(up < 0, len(fit), up + np.repeat(starts, sizes))
+        held = np.concatenate((fit, [0]))  # (no neighbour: fits nothing)
+        keep = (held[up[0]] < fit) & (held[up[1]] < fit)
+        sizes = np.add.reduceat(keep, starts, dtype=np.intp).tolist()  # each op's kept lines
+        kept = np.flatnonzero(keep)
+        tk, tc, more_k, more_c = every[:, kept]
+        tp = rows[fit[kept] - 1]
+        # per kept line: each loop's operand bytes (the output's written and read back), and
+        # the bytes of every tensor once
+        per = np.repeat(np.array([(ti, to + to, tw, ti + tw + final)
+                                  for _, (ti, tw, to, final) in members]).T, sizes, axis=1)
         more = np.empty((3, len(tk)))  # each loop's count less one
         more[0], more[1], more[2] = more_k, more_c, NP.ceil_div(float(p), tp) - 1.0
-        extra = per[3:6] * more  # per loop: its operand fetched again
-        moved = terms @ ((flags @ more > 0.5) * extra[_TERM_LOOP]) + np.where(
-            fit > 0, base, np.inf)  # fmt: skip
+        extra = per[:3] * more  # per loop: its operand fetched again
+        moved = terms @ ((flags @ more > 0.5) * extra[_TERM_LOOP]) + per[3]
         lo = 0
         for (at, once), size in zip(members, sizes, strict=True):
+            if size == 0:  # nothing fits
+                continue
             o, j = divmod(int(moved[:, lo:lo + size].argmin()), size)
             j += lo
             lo += size
-            if moved[o, j] < np.inf:  # else nothing fits
-                out[at] = _line_picked(probs[at], once, o, float(tk[j]), float(tc[j]),
-                                       float(tp[j]), more[:, j].tolist())  # fmt: skip
+            out[at] = _line_picked(probs[at], once, o, float(tk[j]), float(tc[j]),
+                                   float(tp[j]), more[:, j].tolist())  # fmt: skip
     return out
 
 
@@ -1279,14 +1297,28 @@ def _ladder_array(extent: int, aligns: tuple[int, ...]) -> Arr:
 
 
 @functools.lru_cache(maxsize=1024)
+def _line_steps(k: int, k_aligns: tuple[int, ...], c: int, c_aligns: tuple[int, ...]) -> Any:
+    """Per line of :func:`_lines_of`: the line one step up its K ladder and the line one step
+    up its C ladder (the next larger extent; the ladders descend), as indices into the lines,
+    -1 where there is none; shape (2, lines) (memoized, read-only)."""
+    nk, nc = len(_ladder_array(k, k_aligns)), len(_ladder_array(c, c_aligns))
+    at = np.arange(nk * nc).reshape(nk, nc)
+    steps = np.full((2, nk, nc), -1, dtype=np.intp)
+    steps[0, 1:], steps[1, :, 1:] = at[:-1], at[:, :-1]
+    out = steps.reshape(2, -1)
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
 def _lines_of(k: int, k_aligns: tuple[int, ...], c: int, c_aligns: tuple[int, ...]) -> Arr:
     """The (K, C) lines of a plain GEMM's candidate grid, in C order of the two ladders: their
     K and C extents and tile counts less one, shape (4, lines) (memoized, read-only)."""
     tk, tc = _ladder_array(k, k_aligns), _ladder_array(c, c_aligns)
-    out = np.empty((4, len(tk), len(tc)))
-    out[0], out[1] = tk[:, None], tc  # each K extent along a row, each C extent across
-    out[2], out[3] = NP.ceil_div(float(k), tk)[:, None] - 1.0, NP.ceil_div(float(c), tc) - 1.0
-    out = out.reshape(4, -1)
+    grid = np.empty((4, len(tk), len(tc)))
+    grid[0], grid[1] = tk[:, None], tc  # each K extent along a row, each C extent across
+    grid[2], grid[3] = NP.ceil_div(float(k), tk)[:, None] - 1.0, NP.ceil_div(float(c), tc) - 1.0
+    out = grid.reshape(4, -1)
     out.flags.writeable = False
     return out
 
