@@ -21,9 +21,9 @@ Run: ``.venv/bin/python benchmarks/bench_engines.py`` (``--quick`` skips the rep
    vs the same sweep with every engine set to the roofline, in this process;
 4. ``infersim report`` as the README gives it, twice in fresh processes sharing a new cost
    store (the first run cold, the second answered from disk), against the roofline sweep;
-5. ``serve`` wall for 10,000 requests on each engine (the best of 2, interleaved), and the
-   analytic run again with its op costs cached (what the searches cost, against what the
-   serving simulation costs);
+5. ``serve`` wall for 10,000 requests on each engine (the best of :data:`SERVE_REPEATS`,
+   interleaved), and the analytic run again with its op costs cached (what the searches cost,
+   against what the serving simulation costs);
 6. CLI start: ``infersim --help`` against ``python -c "import numpy, pydantic"`` (medians of
    :data:`CLI_REPEATS`, the two commands alternated).
 
@@ -63,7 +63,7 @@ PASSES = 3
 spell that can cover every run of a point in one pass, seldom in three."""
 CLI_REPEATS = 9
 """Runs of each command of the CLI start figure."""
-SERVE_REPEATS = 2
+SERVE_REPEATS = 3
 """Runs per engine of the 10,000-request serve (seconds each), interleaved; the best counts."""
 
 
