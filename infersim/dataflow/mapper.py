@@ -174,7 +174,6 @@ def clear_cache() -> None:
     _GRIDS.clear()
     _ladder_array.cache_clear()
     _lines_of.cache_clear()
-    _line_steps.cache_clear()
     _SEARCHES.clear()
     _SEARCHES_BYTES[0] = 0
     STATS.update(searches=0, reused=0)
@@ -1165,7 +1164,7 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
     earlier in C order (one step up K or C): the first fewest of the lines' tiles,
     order-major as the grid ranks them, is the grid's. For the same reason the lines whose
     neighbour one step up K or C fits as many tile rows are left out before their bytes are
-    counted (:func:`_line_steps`; of llama-3-70b's prefill GEMMs on an H100's L2, 67 of
+    counted (of llama-3-70b's prefill GEMMs on an H100's L2, 67 of
     1,260 lines remain, and the arrays of the batch shrink with them). The DRAM bytes per
     order are
     :func:`~infersim.dataflow.loopnest.dram.dram_figures`' on one core written out for the
@@ -1190,7 +1189,6 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
         lines = [_lines_of(probs[at].dims["K"], aligns["K"], probs[at].dims["C"], aligns["C"])
                  for at, _ in members]  # fmt: skip
         sizes = [kc.shape[1] for kc in lines]
-        starts = np.cumsum([0, *sizes[:-1]])
         every = lines[0] if len(lines) == 1 else np.concatenate(lines, axis=1)
         tk, tc = every[0], every[1]
         ww, wi, wo = np.repeat(np.array([[probs[at].operand_bytes[name] for at, _ in members]
@@ -1199,15 +1197,19 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
         bound = (half - tk * tc * ww) / (tc * wi + tk * wo)  # each line's largest tp
         rows = _ladder_array(p, aligns["P"])[::-1]  # ascending
         fit = rows.searchsorted(bound, side="right")  # its fitting extents (0: none fits)
-        # a line whose neighbour one step up K or C (the same tile, larger) fits as many tile
-        # rows is covered by it, and that neighbour comes earlier in C order: the first
-        # fewest is never such a line, nor one where nothing fits (fit 0 is no more than any)
-        up = np.concatenate([_line_steps(probs[at].dims["K"], aligns["K"], probs[at].dims["C"],
-                                         aligns["C"]) for at, _ in members], axis=1)  # fmt: skip
-        up = np.where(up < 0, len(fit), up + np.repeat(starts, sizes))
-        held = np.concatenate((fit, [0]))  # (no neighbour: fits nothing)
-        keep = (held[up[0]] < fit) & (held[up[1]] < fit)
-        sizes = np.add.reduceat(keep, starts, dtype=np.intp).tolist()  # each op's kept lines
+        # a line whose neighbour one step up K or C (the same tile, larger: the ladders
+        # descend) fits as many tile rows is covered by it, and that neighbour comes earlier
+        # in C order: the first fewest is never such a line, nor one where nothing fits
+        keep = fit > 0
+        lo, counts = 0, []
+        for (at, _), size in zip(members, sizes, strict=True):
+            shape = (len(_ladder_array(probs[at].dims["K"], aligns["K"])), -1)  # rows K, columns C
+            grid, mine = fit[lo:lo + size].reshape(shape), keep[lo:lo + size].reshape(shape)
+            mine[1:] &= grid[:-1] < grid[1:]
+            mine[:, 1:] &= grid[:, :-1] < grid[:, 1:]
+            counts.append(int(np.count_nonzero(mine)))
+            lo += size
+        sizes = counts  # each op's lines kept
         kept = np.flatnonzero(keep)
         tk, tc, more_k, more_c = every[:, kept]
         tp = rows[fit[kept] - 1]
@@ -1292,20 +1294,6 @@ def _line_terms() -> tuple[Arr, Arr]:
 def _ladder_array(extent: int, aligns: tuple[int, ...]) -> Arr:
     """:func:`_ladder` as a read-only float array (memoized)."""
     out = np.array(_ladder(extent, aligns), dtype=np.float64)
-    out.flags.writeable = False
-    return out
-
-
-@functools.lru_cache(maxsize=1024)
-def _line_steps(k: int, k_aligns: tuple[int, ...], c: int, c_aligns: tuple[int, ...]) -> Any:
-    """Per line of :func:`_lines_of`: the line one step up its K ladder and the line one step
-    up its C ladder (the next larger extent; the ladders descend), as indices into the lines,
-    -1 where there is none; shape (2, lines) (memoized, read-only)."""
-    nk, nc = len(_ladder_array(k, k_aligns)), len(_ladder_array(c, c_aligns))
-    at = np.arange(nk * nc).reshape(nk, nc)
-    steps = np.full((2, nk, nc), -1, dtype=np.intp)
-    steps[0, 1:], steps[1, :, 1:] = at[:-1], at[:, :-1]
-    out = steps.reshape(2, -1)
     out.flags.writeable = False
     return out
 
