@@ -173,7 +173,7 @@ def clear_cache() -> None:
     _TRAFFIC.clear()
     _GRIDS.clear()
     _ladder_array.cache_clear()
-    _lines_of.cache_clear()
+    _ladder_more.cache_clear()
     _SEARCHES.clear()
     _SEARCHES_BYTES[0] = 0
     STATS.update(searches=0, reused=0)
@@ -1162,11 +1162,10 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
     more DRAM bytes in any order (every tile count, hence every refetch, only falls), and
     each line's largest fitting tile the grid drops as covered is covered by another line's
     earlier in C order (one step up K or C): the first fewest of the lines' tiles,
-    order-major as the grid ranks them, is the grid's. For the same reason the lines whose
-    neighbour one step up K or C fits as many tile rows are left out before their bytes are
-    counted (of llama-3-70b's prefill GEMMs on an H100's L2, 67 of
-    1,260 lines remain, and the arrays of the batch shrink with them). The DRAM bytes per
-    order are
+    order-major as the grid ranks them, is the grid's. For the same reason each op's lines
+    whose neighbour one step up K or C fits as many tile rows are left out before their bytes
+    are counted (:func:`_kept_lines`; of llama-3-70b's prefill GEMMs on an H100's L2, 67 of
+    1,260 lines remain). The DRAM bytes per order are
     :func:`~infersim.dataflow.loopnest.dram.dram_figures`' on one core written out for the
     three loops: an operand is fetched again by the count of the loop it does not depend on
     (the input: K; the weight: P; the output: C) wherever a loop inner to that one iterates
@@ -1186,33 +1185,11 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
             by_rows.setdefault(prob.dims["P"], []).append((at, once))
     terms, flags = _line_terms()
     for p, members in by_rows.items():
-        lines = [_lines_of(probs[at].dims["K"], aligns["K"], probs[at].dims["C"], aligns["C"])
-                 for at, _ in members]  # fmt: skip
-        sizes = [kc.shape[1] for kc in lines]
-        every = lines[0] if len(lines) == 1 else np.concatenate(lines, axis=1)
-        tk, tc = every[0], every[1]
-        ww, wi, wo = np.repeat(np.array([[probs[at].operand_bytes[name] for at, _ in members]
-                                         for name in ("weight", "input", "output")]),
-                               sizes, axis=1)  # fmt: skip
-        bound = (half - tk * tc * ww) / (tc * wi + tk * wo)  # each line's largest tp
         rows = _ladder_array(p, aligns["P"])[::-1]  # ascending
-        fit = rows.searchsorted(bound, side="right")  # its fitting extents (0: none fits)
-        # a line whose neighbour one step up K or C (the same tile, larger: the ladders
-        # descend) fits as many tile rows is covered by it, and that neighbour comes earlier
-        # in C order: the first fewest is never such a line, nor one where nothing fits
-        keep = fit > 0
-        lo, counts = 0, []
-        for (at, _), size in zip(members, sizes, strict=True):
-            shape = (len(_ladder_array(probs[at].dims["K"], aligns["K"])), -1)  # rows K, columns C
-            grid, mine = fit[lo:lo + size].reshape(shape), keep[lo:lo + size].reshape(shape)
-            mine[1:] &= grid[:-1] < grid[1:]
-            mine[:, 1:] &= grid[:, :-1] < grid[:, 1:]
-            counts.append(int(np.count_nonzero(mine)))
-            lo += size
-        sizes = counts  # each op's lines kept
-        kept = np.flatnonzero(keep)
-        tk, tc, more_k, more_c = every[:, kept]
-        tp = rows[fit[kept] - 1]
+        kept = [_kept_lines(probs[at], aligns, half, rows) for at, _ in members]
+        sizes = [len(line[0]) for line in kept]
+        tk, tc, more_k, more_c, tp = (col[0] if len(kept) == 1 else np.concatenate(col)
+                                      for col in zip(*kept, strict=True))  # fmt: skip
         # per kept line: each loop's operand bytes (the output's written and read back), and
         # the bytes of every tensor once
         per = np.repeat(np.array([(ti, to + to, tw, ti + tw + final)
@@ -1298,17 +1275,35 @@ def _ladder_array(extent: int, aligns: tuple[int, ...]) -> Arr:
     return out
 
 
-@functools.lru_cache(maxsize=1024)
-def _lines_of(k: int, k_aligns: tuple[int, ...], c: int, c_aligns: tuple[int, ...]) -> Arr:
-    """The (K, C) lines of a plain GEMM's candidate grid, in C order of the two ladders: their
-    K and C extents and tile counts less one, shape (4, lines) (memoized, read-only)."""
-    tk, tc = _ladder_array(k, k_aligns), _ladder_array(c, c_aligns)
-    grid = np.empty((4, len(tk), len(tc)))
-    grid[0], grid[1] = tk[:, None], tc  # each K extent along a row, each C extent across
-    grid[2], grid[3] = NP.ceil_div(float(k), tk)[:, None] - 1.0, NP.ceil_div(float(c), tc) - 1.0
-    out = grid.reshape(4, -1)
+@functools.lru_cache(maxsize=4096)
+def _ladder_more(extent: int, aligns: tuple[int, ...]) -> Arr:
+    """Per extent of :func:`_ladder_array`, the tiles it cuts ``extent`` into less one
+    (memoized, read-only)."""
+    out = NP.ceil_div(float(extent), _ladder_array(extent, aligns)) - 1.0
     out.flags.writeable = False
-    return out
+    return out  # type: ignore[no-any-return]
+
+
+def _kept_lines(
+    prob: Problem, aligns: dict[str, tuple[int, ...]], half: float, rows: Arr
+) -> tuple[Arr, Arr, Arr, Arr, Arr]:
+    """The (K, C) lines of a plain GEMM's candidate grid that :func:`_lines_fewest` counts,
+    in C order of the two ladders: their K and C extents, tile counts less one, and largest
+    fitting tile rows of ``rows`` (ascending) with ``half`` of the capacity per buffer. A line
+    whose neighbour one step up K or C (the same tile, larger: the ladders descend) fits as
+    many tile rows is covered by it, and that neighbour comes earlier in C order: the first
+    fewest is never such a line, nor one where nothing fits."""
+    d, ob = prob.dims, prob.operand_bytes
+    ks, cs = _ladder_array(d["K"], aligns["K"]), _ladder_array(d["C"], aligns["C"])
+    tk = ks[:, None]  # rows K, columns C
+    bound = (half - tk * cs * ob["weight"]) / (cs * ob["input"] + tk * ob["output"])
+    fit = rows.searchsorted(bound, side="right")  # each line's fitting extents (0: none)
+    keep = fit > 0
+    keep[1:] &= fit[:-1] < fit[1:]
+    keep[:, 1:] &= fit[:, :-1] < fit[:, 1:]
+    ik, ic = np.nonzero(keep)
+    return (ks[ik], cs[ic], _ladder_more(d["K"], aligns["K"])[ik],
+            _ladder_more(d["C"], aligns["C"])[ic], rows[fit[ik, ic] - 1])  # fmt: skip
 
 
 def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
