@@ -1164,8 +1164,8 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
     earlier in C order (one step up K or C): the first fewest of the lines' tiles,
     order-major as the grid ranks them, is the grid's. For the same reason each op's lines
     whose neighbour one step up K or C fits as many tile rows are left out before their bytes
-    are counted (:func:`_kept_lines`; of llama-3-70b's prefill GEMMs on an H100's L2, 67 of
-    1,260 lines remain). The DRAM bytes per order are
+    are counted (:func:`_kept_lines`, all ops at once; of llama-3-70b's prefill GEMMs on an
+    H100's L2, 67 of 1,260 lines remain). The DRAM bytes per order are
     :func:`~infersim.dataflow.loopnest.dram.dram_figures`' on one core written out for the
     three loops: an operand is fetched again by the count of the loop it does not depend on
     (the input: K; the weight: P; the output: C) wherever a loop inner to that one iterates
@@ -1186,10 +1186,8 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
     terms, flags = _line_terms()
     for p, members in by_rows.items():
         rows = _ladder_array(p, aligns["P"])[::-1]  # ascending
-        kept = [_kept_lines(probs[at], aligns, half, rows) for at, _ in members]
-        sizes = [len(line[0]) for line in kept]
-        tk, tc, more_k, more_c, tp = (col[0] if len(kept) == 1 else np.concatenate(col)
-                                      for col in zip(*kept, strict=True))  # fmt: skip
+        tk, tc, more_k, more_c, tp, sizes = _kept_lines([probs[at] for at, _ in members],
+                                                         aligns, half, rows)  # fmt: skip
         # per kept line: each loop's operand bytes (the output's written and read back), and
         # the bytes of every tensor once
         per = np.repeat(np.array([(ti, to + to, tw, ti + tw + final)
@@ -1285,25 +1283,40 @@ def _ladder_more(extent: int, aligns: tuple[int, ...]) -> Arr:
 
 
 def _kept_lines(
-    prob: Problem, aligns: dict[str, tuple[int, ...]], half: float, rows: Arr
-) -> tuple[Arr, Arr, Arr, Arr, Arr]:
-    """The (K, C) lines of a plain GEMM's candidate grid that :func:`_lines_fewest` counts,
-    in C order of the two ladders: their K and C extents, tile counts less one, and largest
-    fitting tile rows of ``rows`` (ascending) with ``half`` of the capacity per buffer. A line
-    whose neighbour one step up K or C (the same tile, larger: the ladders descend) fits as
-    many tile rows is covered by it, and that neighbour comes earlier in C order: the first
-    fewest is never such a line, nor one where nothing fits."""
-    d, ob = prob.dims, prob.operand_bytes
-    ks, cs = _ladder_array(d["K"], aligns["K"]), _ladder_array(d["C"], aligns["C"])
-    tk = ks[:, None]  # rows K, columns C
-    bound = (half - tk * cs * ob["weight"]) / (cs * ob["input"] + tk * ob["output"])
+    probs: list[Problem], aligns: dict[str, tuple[int, ...]], half: float, rows: Arr
+) -> tuple[Arr, Arr, Arr, Arr, Arr, list[int]]:
+    """The (K, C) lines of plain GEMMs' candidate grids that :func:`_lines_fewest` counts,
+    op after op, each op's in C order of its two ladders: their K and C extents, tile counts
+    less one, and largest fitting tile rows of ``rows`` (ascending) with ``half`` of the
+    capacity per buffer; and how many lines each op keeps. A line whose neighbour one step up
+    K or C (the same tile, larger: the ladders descend) fits as many tile rows is covered by
+    it, and that neighbour comes earlier in C order: the first fewest is never such a line,
+    nor one where nothing fits. The ops' grids are stacked into one array (each op's ladders
+    padded at their ends to the longest, the padding masked out), so each step is one call
+    for all of them."""
+    ladders = [(_ladder_array(p.dims["K"], aligns["K"]), _ladder_array(p.dims["C"], aligns["C"]),
+                _ladder_more(p.dims["K"], aligns["K"]), _ladder_more(p.dims["C"], aligns["C"]))
+               for p in probs]  # fmt: skip
+    n_k, n_c = max(len(k) for k, _, _, _ in ladders), max(len(c) for _, c, _, _ in ladders)
+    ks, more_k = np.ones((len(probs), n_k)), np.zeros((len(probs), n_k))
+    cs, more_c = np.ones((len(probs), n_c)), np.zeros((len(probs), n_c))
+    for at, (k, c, mk, mc) in enumerate(ladders):
+        ks[at, :len(k)], more_k[at, :len(k)] = k, mk
+        cs[at, :len(c)], more_c[at, :len(c)] = c, mc
+    widths = np.array([[p.operand_bytes[name] for p in probs] for name in OPERANDS])
+    w_in, w_weight, w_out = widths[:, :, None, None]  # per op, as (op, K, C)
+    tk, tc = ks[:, :, None], cs[:, None, :]
+    bound = (half - tk * tc * w_weight) / (tc * w_in + tk * w_out)
     fit = rows.searchsorted(bound, side="right")  # each line's fitting extents (0: none)
     keep = fit > 0
-    keep[1:] &= fit[:-1] < fit[1:]
     keep[:, 1:] &= fit[:, :-1] < fit[:, 1:]
-    ik, ic = np.nonzero(keep)
-    return (ks[ik], cs[ic], _ladder_more(d["K"], aligns["K"])[ik],
-            _ladder_more(d["C"], aligns["C"])[ic], rows[fit[ik, ic] - 1])  # fmt: skip
+    keep[:, :, 1:] &= fit[:, :, :-1] < fit[:, :, 1:]
+    lengths = np.array([(len(k), len(c)) for k, c, _, _ in ladders])
+    keep &= np.arange(n_k)[:, None] < lengths[:, 0, None, None]  # not the padding
+    keep &= np.arange(n_c) < lengths[:, 1, None, None]
+    op, ik, ic = np.nonzero(keep)
+    return (ks[op, ik], cs[op, ic], more_k[op, ik], more_c[op, ic], rows[fit[op, ik, ic] - 1],
+            np.bincount(op, minlength=len(probs)).tolist())  # fmt: skip
 
 
 def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
