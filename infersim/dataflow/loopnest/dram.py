@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from infersim.dataflow.loopnest.numerics import Figures, MathNamespace
+from infersim.dataflow.loopnest.numerics import Figures, MathNamespace, prod_skipping_ones
 from infersim.dataflow.loopnest.problem import DEPENDS, Orders, Problem, total_footprint
 from infersim.dataflow.templates import DIMS, OPERANDS
 
@@ -163,28 +163,24 @@ def _deal(
     above: Figures = {}
     outer_of = dict(st.outer_loops)
     for d, outer in st.outer_loops:
-        a: Any = 1.0
-        for e, flag in outer:
-            a = a * (counts[e] if flag is True else xp.where(flag, counts[e], 1.0))
-        above[d] = a
+        above[d] = prod_skipping_ones([counts[e] if flag is True else xp.where(flag, counts[e], 1.0)
+                                       for e, flag in outer])  # fmt: skip
     chunked: dict[str, tuple[Any, Any, Any]] = {}  # reduction loop: (chunks, slices, cut)
     for d in st.used:
         if d not in REDUCTION:
             continue
-        merged: Any = 1.0  # chunks of the reduction loops outer to d (dealt whole if d is)
-        for e, flag in outer_of[d]:
-            if e in REDUCTION:
-                merged = merged * (counts[e] if flag is True else xp.where(flag, counts[e], 1.0))
+        # chunks of the reduction loops outer to d (dealt whole if d is)
+        merged = prod_skipping_ones([counts[e] if flag is True else xp.where(flag, counts[e], 1.0)
+                                     for e, flag in outer_of[d] if e in REDUCTION])  # fmt: skip
         share = xp.maximum(xp.minimum(xp.floor(float(cores) / above[d]),
                                       xp.floor(held / merged)), 1.0)  # fmt: skip
         slices = xp.ceil_div(counts[d], xp.minimum(counts[d], share))
         chunks = xp.ceil_div(counts[d], slices)
         cut = xp.where(above[d] < cores, chunks < counts[d], False)
         chunked[d] = (chunks, slices, cut)
-    iterations: Any = 1.0
-    longest: Any = 1.0
     split: Any = False
     dealt: Figures = {}
+    longest: list[Any] = []  # its factors, as every product below: no product by a float 1.0
     for d, outer in st.outer_loops:
         deal = above[d] < cores
         for e, flag in outer:  # a cut reduction loop outer to d ends the dealing
@@ -194,12 +190,12 @@ def _deal(
         if d in chunked:  # in chunks of ceil(n / s) iterations, none empty
             chunks, slices, _ = chunked[d]
             dealt[d] = xp.where(deal, chunks, 1.0)
-            longest = longest * xp.where(deal, slices * chunks / counts[d], 1.0)
+            longest.append(xp.where(deal, slices * chunks / counts[d], 1.0))
             split = split | (dealt[d] > 1.5)
         else:
             dealt[d] = xp.where(deal, counts[d], 1.0)
-        iterations = iterations * dealt[d]
-    return dealt, iterations, longest, xp.where(split, 2.0, 1.0)
+    iterations = prod_skipping_ones([dealt[d] for d, _ in st.outer_loops])
+    return dealt, iterations, prod_skipping_ones(longest), xp.where(split, 2.0, 1.0)
 
 
 def dram_traffic(
@@ -250,8 +246,8 @@ def dram_figures(
     saved: Figures = {}
     for name, loops in zip(OPERANDS, st.refetch_loops, strict=True):
         refetch = one
-        copies: Any = 1.0
-        spread: Any = 1.0  # the dealt loops the operand does not depend on: cores sharing it
+        copies: list[Any] = []  # the factors of each (no product by a float 1.0)
+        spread: list[Any] = []  # the dealt loops the operand does not depend on: cores sharing it
         for d, inner in loops:
             # whether a loop inner to d that the operand depends on iterates: the operand's
             # tile changes there, so each iteration of d fetches it again
@@ -262,14 +258,14 @@ def dram_figures(
             if reused is not False:
                 refetch = refetch * xp.where(reused, counts[d], 1.0)
             if cores > 1:  # else the cores dealt d's iterations (or chunks) each fetch it
-                spread = spread * dealt[d]
-                copies = copies * (dealt[d] if reused is False else xp.where(reused, 1.0, dealt[d]))
+                spread.append(dealt[d])
+                copies.append(dealt[d] if reused is False else xp.where(reused, 1.0, dealt[d]))
         total = (total_footprint(prob, name, counts) * prob.operand_bytes[name]
                  if footprints is None else footprints[name])  # fmt: skip
         if cores > 1:
-            refetch = refetch * xp.minimum(copies, cores_used)
+            refetch = refetch * xp.minimum(prod_skipping_ones(copies), cores_used)
             if multicast > 1 and name != "output":  # f cores at once load the same tile
-                f = xp.minimum(spread, cores_used)
+                f = xp.minimum(prod_skipping_ones(spread), cores_used)
                 saved[name] = total * refetch * (1.0 - xp.maximum(f / multicast, 1.0) / f)
         if name == "output":
             spill = total * (refetch - 1.0)

@@ -24,6 +24,7 @@ One evaluation, :func:`figures_of`, serves both callers: :func:`evaluate_orders`
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -328,15 +329,16 @@ def total_cycles_at(
 
 def one_of(timed: Timed, o: int, i: int) -> Timed:
     """Candidate ``i`` in order ``o`` of priced figures, in floats."""
-    d = timed.dram
-    dram = DramFigures({k: figure_at(v, o, i) for k, v in d.reads.items()},
-                       {k: figure_at(v, o, i) for k, v in d.writes.items()},
-                       figure_at(d.iterations, o, i), figure_at(d.longest, o, i),
-                       figure_at(d.kernels, o, i))  # fmt: skip
-    time: Figures = {k: figure_at(v, o, i) for k, v in timed.time.items() if k != "levels"}
-    levels = timed.time["levels"]
-    time["levels"] = None if levels is None else Waves._make(figure_at(v, o, i) for v in levels)
-    return Timed(dram, time)
+    d, time = timed.dram, timed.time
+    reads, writes = figures_at(d.reads.values(), o, i), figures_at(d.writes.values(), o, i)
+    iterations, longest, kernels = figures_at((d.iterations, d.longest, d.kernels), o, i)
+    dram = DramFigures(dict(zip(d.reads, reads, strict=True)),
+                       dict(zip(d.writes, writes, strict=True)), iterations, longest, kernels)
+    keys = [k for k in time if k != "levels"]
+    picked: Figures = dict(zip(keys, figures_at([time[k] for k in keys], o, i), strict=True))
+    levels = time["levels"]
+    picked["levels"] = None if levels is None else Waves._make(figures_at(levels, o, i))
+    return Timed(dram, picked)
 
 
 def figure_at(x: Any, o: int, i: int) -> float:
@@ -345,6 +347,17 @@ def figure_at(x: Any, o: int, i: int) -> float:
     if isinstance(x, np.ndarray):
         return float(x[o, i] if x.ndim == 2 else x[i] if x.ndim == 1 else x)
     return float(x)
+
+
+def figures_at(values: Iterable[Any], o: int, i: int) -> list[float]:
+    """:func:`figure_at` of each of ``values`` (one call for many figures)."""
+    out = []
+    for x in values:
+        if isinstance(x, np.ndarray):
+            out.append(float(x[o, i] if x.ndim == 2 else x[i] if x.ndim == 1 else x))
+        else:
+            out.append(float(x))
+    return out
 
 
 def total_cycles_orders(
