@@ -648,12 +648,14 @@ def _fastest(
     per order over the clock are ``seconds``, shape (orders, kept), as
     :func:`_search_latency` gives them; ``priced(p, o, j)``: the DRAM and time figures of the
     j-th kept candidate (of part p) in the o-th order."""
-    flat = seconds.reshape(-1)  # order-major
     if len(parts) == 1:  # one template: its own order-major index is the flat one (kept ascend)
-        first = flat.argmin()  # the first of the fastest, as a stable sort ranks it (no NaN)
-        order = ([first] if top_k == 1 and not np.isnan(flat[first])
-                 else flat.argsort(kind="stable")[:top_k])  # fmt: skip
+        first = int(seconds.argmin())  # the first of the fastest, order-major, as a stable
+        if top_k == 1 and not math.isnan(seconds.flat[first]):  # sort ranks it (no NaN)
+            order: Any = [first]
+        else:
+            order = seconds.reshape(-1).argsort(kind="stable")[:top_k]
     else:  # by time, then template rank, then the template's own order-major index
+        kept = np.asarray(kept)
         bounds = np.array(starts)
         which = np.searchsorted(bounds, kept, side="right") - 1
         local = kept - bounds[which]
@@ -662,7 +664,7 @@ def _fastest(
         ranks = np.array([part[0] for part in parts])
         order = np.lexsort((flat_in_part.reshape(-1),
                             np.broadcast_to(ranks[which], seconds.shape).reshape(-1),
-                            flat))[:top_k]  # fmt: skip
+                            seconds.reshape(-1)))[:top_k]  # fmt: skip
     out = []
     for pick in order:
         oi, j = divmod(int(pick), len(kept))
@@ -799,7 +801,7 @@ def _fastest_priced(
     per_part = [seconds[:, lo:hi] for (_, seconds), lo, hi in priced]
     at = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
     timed = [(t, lo, hi) for (t, _), lo, hi in priced]
-    return _fastest(prob, chip, 1, parts, starts, np.arange(starts[-1]), at, backing,
+    return _fastest(prob, chip, 1, parts, starts, range(starts[-1]), at, backing,
                     functools.partial(_priced_in, timed, starts))  # fmt: skip
 
 
