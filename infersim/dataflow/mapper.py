@@ -785,11 +785,12 @@ def _priced_groups(
 
 
 def _batched_entry(
-    parts: list[_Part], got: list[tuple[_Group, int, int, Any]], starts: list[int]
+    parts: list[_Part], placed: list[tuple[_Group, int, int]], starts: list[int]
 ) -> tuple[list[_Part], Prepared, list[int]]:
     """The :data:`_SEARCHES` entry of an op of :func:`search_many` (what
-    :func:`_prepare_all` gives): its candidates' prepared figures cut from its groups'."""
-    return parts, _concat([_sliced(g.prep, lo, hi) for g, lo, hi, _ in got]), starts
+    :func:`_prepare_all` gives): its candidates' prepared figures cut from its groups'
+    (``placed``: per part, its group and the op's candidates there)."""
+    return parts, _concat([_sliced(g.prep, lo, hi) for g, lo, hi in placed]), starts
 
 
 def _fastest_priced(
@@ -907,14 +908,17 @@ def search_many(
         starts = [0, *itertools.accumulate(hi - lo for _, lo, hi, _ in got)]
         key = _latency_key(sig, names, chip, dequantizes(backing))
         priced = [(t, lo, hi) for _, lo, hi, t in got if t is not None]
+        # what the entry keeps: the groups, not their pricing (its arrays are freed with
+        # this pass, for the allocations after it to reuse)
+        placed = [(g, lo, hi) for g, lo, hi, _ in got]
         if len(priced) == len(got):
             # every candidate priced: the fastest read where the group's pricing holds them,
             # and a chip that differs in its timing alone is re-timed the same way
-            batched: _Batched = (parts, [(g, lo, hi) for g, lo, hi, _ in got], starts)
-            _search_defer(key, functools.partial(_batched_entry, parts, got, starts), batched)
+            batched: _Batched = (parts, placed, starts)
+            _search_defer(key, functools.partial(_batched_entry, parts, placed, starts), batched)
             picks = _fastest_priced(prob, chip, parts, starts, priced, backing)
         else:
-            _search_defer(key, functools.partial(_batched_entry, parts, got, starts))
+            _search_defer(key, functools.partial(_batched_entry, parts, placed, starts))
             picks = _search_latency(prob, names, chip, 1, sig, backing)
         _CACHE.put(_latency_cache_key(sig, chip, dataflow, 1, backing),
                    tuple(m for _, _, m in picks))  # fmt: skip
