@@ -172,8 +172,8 @@ def clear_cache() -> None:
     clear_tile_folds()
     _TRAFFIC.clear()
     _GRIDS.clear()
-    _ladder_array.cache_clear()
     _ladder_more.cache_clear()
+    _rows_table.cache_clear()
     _SEARCHES.clear()
     _SEARCHES_BYTES[0] = 0
     STATS.update(searches=0, reused=0)
@@ -1129,8 +1129,8 @@ def _plain_gemm(prob: Problem) -> tuple[float, float, float, float] | None:
     """The bytes of the input, the weight and the output of ``prob`` (each tensor once, as
     :func:`~infersim.dataflow.loopnest.problem.total_footprint` counts them) and of its final
     output write, where it is a plain GEMM: one group, no filter window, stride 1 (three
-    loops K, C, P; every tile's input rows its P extent) whose widths, tile needs and DRAM
-    bytes in any tiling are :func:`_exact`; else None."""
+    loops K, C, P; every tile's input rows its P extent) whose widths (above 0), tile needs
+    and DRAM bytes in any tiling are :func:`_exact`; else None."""
     d, ob = prob.dims, prob.operand_bytes
     if not (prob.stride == 1 and d["G"] == d["N"] == d["Q"] == d["R"] == d["S"] == 1
             and prob.padded_h >= d["P"]):  # fmt: skip
@@ -1141,7 +1141,7 @@ def _plain_gemm(prob: Problem) -> tuple[float, float, float, float] | None:
     final = to * prob.output_write_scale
     need = c * p * wi + k * c * ww + k * p * wo  # the whole op as one tile
     most = k * ti + p * tw + 2 * c * to + final  # every operand refetched by its loop's count
-    if not all(map(_exact, (wi, ww, wo, final, need, most))):
+    if not (min(wi, ww, wo) > 0 and all(map(_exact, (wi, ww, wo, final, need, most)))):
         return None
     return ti, tw, to, final
 
@@ -1191,15 +1191,13 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
             by_rows.setdefault(prob.dims["P"], []).append((at, once))
     terms, flags = _line_terms()
     for p, members in by_rows.items():
-        rows = _ladder_array(p, aligns["P"])[::-1]  # ascending
-        tk, tc, more_k, more_c, tp, sizes = _kept_lines([probs[at] for at, _ in members],
-                                                         aligns, half, rows)  # fmt: skip
+        lines, op, sizes = _kept_lines([probs[at] for at, _ in members], aligns, half,
+                                       _rows_table(p, aligns["P"]))  # fmt: skip
         # per kept line: each loop's operand bytes (the output's written and read back), and
         # the bytes of every tensor once
-        per = np.repeat(np.array([(ti, to + to, tw, ti + tw + final)
-                                  for _, (ti, tw, to, final) in members]).T, sizes, axis=1)
-        more = np.empty((3, len(tk)))  # each loop's count less one
-        more[0], more[1], more[2] = more_k, more_c, NP.ceil_div(float(p), tp) - 1.0
+        per = np.array([(ti, to + to, tw, ti + tw + final)
+                        for _, (ti, tw, to, final) in members]).T[:, op]  # fmt: skip
+        more = lines[1::2]  # each loop's count less one
         extra = per[:3] * more  # per loop: its operand fetched again
         moved = terms @ ((flags @ more > 0.5) * extra[_TERM_LOOP]) + per[3]
         lo = 0
@@ -1207,10 +1205,9 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
             if size == 0:  # nothing fits
                 continue
             o, j = divmod(int(moved[:, lo:lo + size].argmin()), size)
-            j += lo
+            tk, more_k, tc, more_c, tp, more_p = lines[:, lo + j].tolist()
             lo += size
-            out[at] = _line_picked(probs[at], once, o, float(tk[j]), float(tc[j]),
-                                   float(tp[j]), more[:, j].tolist())  # fmt: skip
+            out[at] = _line_picked(probs[at], once, o, tk, tc, tp, [more_k, more_c, more_p])
     return out
 
 
@@ -1271,58 +1268,60 @@ def _line_terms() -> tuple[Arr, Arr]:
     return terms, flags
 
 
+_PAD = 2.0**60
+"""A tile extent past every capacity: :func:`_kept_lines` pads the ladders with it (with every
+operand width above 0, a line of it fits no tile rows; its products stay finite)."""
+
+
 @functools.lru_cache(maxsize=4096)
-def _ladder_array(extent: int, aligns: tuple[int, ...]) -> Arr:
-    """:func:`_ladder` as a read-only float array (memoized)."""
-    out = np.array(_ladder(extent, aligns), dtype=np.float64)
+def _ladder_more(extent: int, aligns: tuple[int, ...]) -> tuple[tuple[float, ...], ...]:
+    """:func:`_ladder` as floats, and per extent the tiles it cuts ``extent`` into less one
+    (``ceil_div(extent, tile) - 1.0``, the same operations in floats as in arrays;
+    memoized)."""
+    ladder = tuple(map(float, _ladder(extent, aligns)))
+    return ladder, tuple(PY.ceil_div(float(extent), v) - 1.0 for v in ladder)
+
+
+@functools.lru_cache(maxsize=256)
+def _rows_table(extent: int, aligns: tuple[int, ...]) -> Arr:
+    """The tile rows of a token ``extent`` (its :func:`_ladder`) ascending, over the tiles
+    each cuts it into less one: shape (2, rungs) (memoized, read-only)."""
+    ladder, more = _ladder_more(extent, aligns)
+    out = np.array([ladder[::-1], more[::-1]])
     out.flags.writeable = False
     return out
 
 
-@functools.lru_cache(maxsize=4096)
-def _ladder_more(extent: int, aligns: tuple[int, ...]) -> Arr:
-    """Per extent of :func:`_ladder_array`, the tiles it cuts ``extent`` into less one
-    (memoized, read-only)."""
-    out = NP.ceil_div(float(extent), _ladder_array(extent, aligns)) - 1.0
-    out.flags.writeable = False
-    return out  # type: ignore[no-any-return]
-
-
 def _kept_lines(
     probs: list[Problem], aligns: dict[str, tuple[int, ...]], half: float, rows: Arr
-) -> tuple[Arr, Arr, Arr, Arr, Arr, list[int]]:
+) -> tuple[Arr, npt.NDArray[np.intp], list[int]]:
     """The (K, C) lines of plain GEMMs' candidate grids that :func:`_lines_fewest` counts,
-    op after op, each op's in C order of its two ladders: their K and C extents, tile counts
-    less one, and largest fitting tile rows of ``rows`` (ascending) with ``half`` of the
-    capacity per buffer; and how many lines each op keeps. A line whose neighbour one step up
-    K or C (the same tile, larger: the ladders descend) fits as many tile rows is covered by
-    it, and that neighbour comes earlier in C order: the first fewest is never such a line,
-    nor one where nothing fits. The ops' grids are stacked into one array (each op's ladders
-    padded at their ends to the longest, the padding masked out), so each step is one call
-    for all of them."""
-    ladders = [(_ladder_array(p.dims["K"], aligns["K"]), _ladder_array(p.dims["C"], aligns["C"]),
-                _ladder_more(p.dims["K"], aligns["K"]), _ladder_more(p.dims["C"], aligns["C"]))
-               for p in probs]  # fmt: skip
-    n_k, n_c = max(len(k) for k, _, _, _ in ladders), max(len(c) for _, c, _, _ in ladders)
-    ks, more_k = np.ones((len(probs), n_k)), np.zeros((len(probs), n_k))
-    cs, more_c = np.ones((len(probs), n_c)), np.zeros((len(probs), n_c))
-    for at, (k, c, mk, mc) in enumerate(ladders):
-        ks[at, :len(k)], more_k[at, :len(k)] = k, mk
-        cs[at, :len(c)], more_c[at, :len(c)] = c, mc
+    op after op, each op's in C order of its two ladders, as a (6, lines) array: their K
+    extents and K tile counts less one, C extents and counts less one, and largest fitting
+    tile rows of ``rows`` (:func:`_rows_table`) and P counts less one, with ``half`` of the
+    capacity per buffer; with each line's op and how many lines each op keeps. A line whose
+    neighbour one step up K or C (the same tile, larger: the ladders descend) fits as many
+    tile rows is covered by it, and that neighbour comes earlier in C order: the first
+    fewest is never such a line, nor one where nothing fits. The ops' grids are stacked into
+    one array, each op's ladders padded at their ends with :data:`_PAD` (where nothing
+    fits), so each step is one call for all of them."""
+    ks = [_ladder_more(p.dims["K"], aligns["K"]) for p in probs]
+    cs = [_ladder_more(p.dims["C"], aligns["C"]) for p in probs]
+    pad_k = (_PAD,) * max(len(k) for k, _ in ks)
+    pad_c = (_PAD,) * max(len(c) for c, _ in cs)
+    by_k = np.array([[k + pad_k[len(k):] for k, _ in ks], [m + pad_k[len(m):] for _, m in ks]])
+    by_c = np.array([[c + pad_c[len(c):] for c, _ in cs], [m + pad_c[len(m):] for _, m in cs]])
     widths = np.array([[p.operand_bytes[name] for p in probs] for name in OPERANDS])
     w_in, w_weight, w_out = widths[:, :, None, None]  # per op, as (op, K, C)
-    tk, tc = ks[:, :, None], cs[:, None, :]
+    tk, tc = by_k[0, :, :, None], by_c[0, :, None, :]
     bound = (half - tk * tc * w_weight) / (tc * w_in + tk * w_out)
-    fit = rows.searchsorted(bound, side="right")  # each line's fitting extents (0: none)
+    fit = rows[0].searchsorted(bound, side="right")  # each line's fitting extents (0: none)
     keep = fit > 0
     keep[:, 1:] &= fit[:, :-1] < fit[:, 1:]
     keep[:, :, 1:] &= fit[:, :, :-1] < fit[:, :, 1:]
-    lengths = np.array([(len(k), len(c)) for k, c, _, _ in ladders])
-    keep &= np.arange(n_k)[:, None] < lengths[:, 0, None, None]  # not the padding
-    keep &= np.arange(n_c) < lengths[:, 1, None, None]
     op, ik, ic = np.nonzero(keep)
-    return (ks[op, ik], cs[op, ic], more_k[op, ik], more_c[op, ic], rows[fit[op, ik, ic] - 1],
-            np.bincount(op, minlength=len(probs)).tolist())  # fmt: skip
+    lines = np.concatenate([by_k[:, op, ik], by_c[:, op, ic], rows[:, fit[op, ik, ic] - 1]])
+    return lines, op, np.bincount(op, minlength=len(probs)).tolist()
 
 
 def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
