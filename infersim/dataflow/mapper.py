@@ -1295,6 +1295,13 @@ def _rows_table(extent: int, aligns: tuple[int, ...]) -> Arr:
     return out
 
 
+def _padded(ladders: list[tuple[tuple[float, ...], ...]]) -> Arr:
+    """The ops' :func:`_ladder_more` (extents, counts less one) as one array of shape
+    (2, ops, rungs), each op's padded at its end with :data:`_PAD`."""
+    pad = (_PAD,) * max(len(extents) for extents, _ in ladders)
+    return np.array([[row + pad[len(row):] for row in rows] for rows in zip(*ladders, strict=True)])
+
+
 def _kept_lines(
     probs: list[Problem], aligns: dict[str, tuple[int, ...]], half: float, rows: Arr
 ) -> tuple[Arr, npt.NDArray[np.intp], list[int]]:
@@ -1308,12 +1315,8 @@ def _kept_lines(
     fewest is never such a line, nor one where nothing fits. The ops' grids are stacked into
     one array, each op's ladders padded at their ends with :data:`_PAD` (where nothing
     fits), so each step is one call for all of them."""
-    ks = [_ladder_more(p.dims["K"], aligns["K"]) for p in probs]
-    cs = [_ladder_more(p.dims["C"], aligns["C"]) for p in probs]
-    pad_k = (_PAD,) * max(len(k) for k, _ in ks)
-    pad_c = (_PAD,) * max(len(c) for c, _ in cs)
-    by_k = np.array([[k + pad_k[len(k):] for k, _ in ks], [m + pad_k[len(m):] for _, m in ks]])
-    by_c = np.array([[c + pad_c[len(c):] for c, _ in cs], [m + pad_c[len(m):] for _, m in cs]])
+    by_k = _padded([_ladder_more(p.dims["K"], aligns["K"]) for p in probs])
+    by_c = _padded([_ladder_more(p.dims["C"], aligns["C"]) for p in probs])
     widths = np.array([[p.operand_bytes[name] for p in probs] for name in OPERANDS])
     w_in, w_weight, w_out = widths[:, :, None, None]  # per op, as (op, K, C)
     tk, tc = by_k[0, :, :, None], by_c[0, :, None, :]

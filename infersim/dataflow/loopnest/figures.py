@@ -344,13 +344,12 @@ def one_of(timed: Timed, o: int, i: int) -> Timed:
 def figure_at(x: Any, o: int, i: int) -> float:
     """Candidate ``i`` in order ``o`` of one figure of :func:`evaluate_orders` or
     :func:`timed_at` (an array over orders and candidates, over candidates, or one number)."""
-    if isinstance(x, np.ndarray):
-        return float(x[o, i] if x.ndim == 2 else x[i] if x.ndim == 1 else x)
-    return float(x)
+    return figures_at((x,), o, i)[0]
 
 
 def figures_at(values: Iterable[Any], o: int, i: int) -> list[float]:
-    """:func:`figure_at` of each of ``values`` (one call for many figures)."""
+    """:func:`figure_at` of each of ``values`` (one call for many figures: the rule is
+    written here once)."""
     out = []
     for x in values:
         if isinstance(x, np.ndarray):
