@@ -1277,29 +1277,33 @@ stay finite (2^120 × a width at most)."""
 
 
 @functools.lru_cache(maxsize=4096)
-def _ladder_more(extent: int, aligns: tuple[int, ...]) -> tuple[tuple[float, ...], ...]:
+def _ladder_more(extent: int, aligns: tuple[int, ...]) -> Arr:
     """:func:`_ladder` as floats, and per extent the tiles it cuts ``extent`` into less one
-    (``ceil_div(extent, tile) - 1.0``, the same operations in floats as in arrays;
-    memoized)."""
-    ladder = tuple(map(float, _ladder(extent, aligns)))
-    return ladder, tuple(PY.ceil_div(float(extent), v) - 1.0 for v in ladder)
+    (``ceil_div(extent, tile) - 1.0``, the same operations in floats as in arrays): shape
+    (2, rungs) (memoized, read-only)."""
+    out = np.empty((2, len(ladder := _ladder(extent, aligns))))
+    out[0] = ladder
+    out[1] = NP.ceil_div(float(extent), out[0]) - 1.0
+    out.flags.writeable = False
+    return out
 
 
 @functools.lru_cache(maxsize=256)
 def _rows_table(extent: int, aligns: tuple[int, ...]) -> Arr:
     """The tile rows of a token ``extent`` (its :func:`_ladder`) ascending, over the tiles
     each cuts it into less one: shape (2, rungs) (memoized, read-only)."""
-    ladder, more = _ladder_more(extent, aligns)
-    out = np.array([ladder[::-1], more[::-1]])
+    out = _ladder_more(extent, aligns)[:, ::-1].copy()
     out.flags.writeable = False
     return out
 
 
-def _padded(ladders: list[tuple[tuple[float, ...], ...]]) -> Arr:
+def _padded(ladders: list[Arr]) -> Arr:
     """The ops' :func:`_ladder_more` (extents, counts less one) as one array of shape
     (2, ops, rungs), each op's padded at its end with :data:`_PAD`."""
-    pad = (_PAD,) * max(len(extents) for extents, _ in ladders)
-    return np.array([[row + pad[len(row):] for row in rows] for rows in zip(*ladders, strict=True)])
+    out = np.full((2, len(ladders), max(a.shape[1] for a in ladders)), _PAD)
+    for at, ladder in enumerate(ladders):
+        out[:, at, :ladder.shape[1]] = ladder
+    return out
 
 
 def _kept_lines(
