@@ -188,11 +188,18 @@ def prepare(
     footprints = footprint_bytes(prob, counts)
     compulsory = compulsory_bytes(prob, counts, footprints)
     sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
-    tiles = np.broadcast_to(prod(counts.values()), cycles.shape)
-    fed = np.broadcast_to(sums[KEYS["weight"][0]], cycles.shape) if weight_fed else None
-    folds = np.broadcast_to(sums["folds"], cycles.shape)
-    return Prepared(cycles, counts, sram, np.broadcast_to(compulsory, cycles.shape), tiles,
-                    folds, footprints, fed)  # fmt: skip
+    shape = cycles.shape
+    fed = _over(sums[KEYS["weight"][0]], shape) if weight_fed else None
+    return Prepared(cycles, counts, sram, _over(compulsory, shape),
+                    _over(prod(counts.values()), shape), _over(sums["folds"], shape), footprints,
+                    fed)  # fmt: skip
+
+
+def _over(x: Any, shape: tuple[int, ...]) -> Arr:
+    """``x`` over the candidates, of ``shape``: itself where it is an array of that shape
+    already (``np.broadcast_to`` costs as much as a figure's arithmetic), else a read-only
+    view."""
+    return x if isinstance(x, np.ndarray) and x.shape == shape else np.broadcast_to(x, shape)
 
 
 def lanes_cycles(prob: Problem, chip: Chip, converting: Any, cores_used: Any) -> Any:
