@@ -552,7 +552,8 @@ def _changed(model: BaseModel, tree: dict[Any, Any]) -> Any:
         ValidationError: a new value outside its field's range.
         _UnchangedError: a path through no part, or a part replaced and changed at once.
     """
-    fields = {name: getattr(model, name) for name in type(model).model_fields}
+    values = model.__dict__  # a model's field values (and its cached properties)
+    fields = {name: values[name] for name in type(model).__pydantic_fields__}
     for name, sub in tree.items():
         if name not in fields:
             raise _UnchangedError(name)
