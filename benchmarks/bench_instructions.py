@@ -1,6 +1,6 @@
 """Instructions per cold whole-model point, per engine, counted by callgrind: the cost of the
 cycle model against the roofline without the wall clock's noise (a shared 2-core machine
-drifts by about ±25% within seconds; these counts move by about ±3% between runs).
+drifts by about ±25% within seconds; these counts repeat to a few instructions per point).
 
 Run: ``.venv/bin/python benchmarks/bench_instructions.py`` (needs ``valgrind``; about 5
 minutes). For each engine, runs a child process under ``valgrind --tool=callgrind`` with
@@ -67,7 +67,10 @@ def counts(engine: str, rounds: int) -> tuple[int, int]:
                engine, str(rounds)]  # fmt: skip
     if shutil.which("setarch"):
         command = ["setarch", "-R", *command]
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # one BLAS thread: the line search's small matrix products otherwise wake OpenBLAS's
+    # worker threads, whose spinning callgrind counts (±5% from one run to the next)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1",
+           "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     found = [re.search(pattern + r"\s*([\d,]+)", done.stderr)
              for pattern in (r"I\s+refs:", r"LLd misses:")]  # fmt: skip
