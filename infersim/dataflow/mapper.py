@@ -69,6 +69,7 @@ from infersim.dataflow.loopnest.figures import (
     LOWER_BOUND_MARGIN,
     Prepared,
     Timed,
+    TimedTable,
     compulsory_bytes,
     dequantizes,
     lower_bound_cycles,
@@ -77,6 +78,8 @@ from infersim.dataflow.loopnest.figures import (
     partials_capacity_bytes,
     prepare,
     timed_at,
+    timed_row,
+    timed_table,
 )
 from infersim.dataflow.loopnest.folds import clear_tile_folds
 from infersim.dataflow.loopnest.numerics import NumpyMath, prod_skipping_ones
@@ -735,9 +738,9 @@ class _Group(NamedTuple):
     """Whether they are timed without a DRAM level behind (no backings)."""
 
 
-_Priced = tuple[Timed, Arr]
-"""The figures every candidate of a group was priced in, and their total cycles over the
-clock, shape (orders, candidates)."""
+_Priced = tuple[TimedTable, Arr]
+"""The figures every candidate of a group was priced in (as a table: each op of the group
+reads its pick from it), and their total cycles over the clock, shape (orders, candidates)."""
 
 
 _Batched = tuple[list["_Part"], list[tuple[_Group, int, int]], list[int]]
@@ -751,7 +754,7 @@ def _priced_group(group: _Group, chip: Chip, backings: list[Backing | None]) -> 
     backing = None if group.plain else stacked_backing(
         [b for b in backings if b is not None], group.sizes)  # fmt: skip
     timed = timed_at(group.prob, group.tpl, chip, group.prep, ORDERS, slice(None), backing)
-    return timed, timed.time["total_cycles"] / chip.freq_hz
+    return timed_table(timed), timed.time["total_cycles"] / chip.freq_hz
 
 
 def _priced_groups(
@@ -807,12 +810,12 @@ def _fastest_priced(
 
 
 def _priced_in(
-    priced: list[tuple[Timed, int, int]], starts: list[int], p: int, o: int, j: int
+    priced: list[tuple[TimedTable, int, int]], starts: list[int], p: int, o: int, j: int
 ) -> Timed:
     """The figures of the ``j``-th candidate of an op of :func:`search_many` (of its part
     ``p``, whose candidates lie from ``priced[p][1]`` in its group's pricing) in order ``o``."""
-    timed, lo, _ = priced[p]
-    return one_of(timed, o, lo + j - starts[p])
+    table, lo, _ = priced[p]
+    return timed_row(table, o, lo + j - starts[p])
 
 
 def _retime(

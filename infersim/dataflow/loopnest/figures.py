@@ -348,6 +348,50 @@ def one_of(timed: Timed, o: int, i: int) -> Timed:
     return Timed(dram, picked)
 
 
+class TimedTable(NamedTuple):
+    """Priced figures (:class:`Timed`) laid out to read one candidate at a time: every figure
+    broadcast to (orders, candidates) in one float array, figures first (:func:`timed_table`),
+    so that a candidate's floats are one read (:func:`timed_row`), not one per figure."""
+
+    values: Arr
+    """Shape (figures, orders, candidates): the DRAM reads, then writes, per operand; the
+    iterations, the longest item and the kernels; the time figures but ``levels``, then the
+    fields of ``levels`` where there are some."""
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    keys: tuple[str, ...]
+    """The time figures but ``levels``, in the order of ``values``."""
+    levels: bool
+    """Whether the time figures hold :class:`~infersim.dataflow.loopnest.waves.Waves`."""
+
+
+def timed_table(timed: Timed) -> TimedTable:
+    """The :class:`TimedTable` of ``timed``: each figure broadcast as :func:`figure_at` reads
+    it (an array over orders and candidates, over candidates, or one number)."""
+    d, time = timed.dram, timed.time
+    keys = tuple(k for k in time if k != "levels")
+    levels = time["levels"]
+    figures = [*d.reads.values(), *d.writes.values(), d.iterations, d.longest, d.kernels,
+               *(time[k] for k in keys), *(() if levels is None else levels)]  # fmt: skip
+    values = np.empty((len(figures), *np.shape(time["total_cycles"])))
+    for k, v in enumerate(figures):
+        values[k] = v
+    return TimedTable(values, tuple(d.reads), tuple(d.writes), keys, levels is not None)
+
+
+def timed_row(table: TimedTable, o: int, i: int) -> Timed:
+    """:func:`one_of` read from a :class:`TimedTable`: the same floats."""
+    row = table.values[:, o, i].tolist()
+    n_r, n_w, n_t = len(table.reads), len(table.writes), len(table.keys)
+    at = n_r + n_w
+    dram = DramFigures(dict(zip(table.reads, row[:n_r], strict=True)),
+                       dict(zip(table.writes, row[n_r:at], strict=True)), *row[at:at + 3])
+    at += 3
+    picked: Figures = dict(zip(table.keys, row[at:at + n_t], strict=True))
+    picked["levels"] = Waves._make(row[at + n_t:]) if table.levels else None
+    return Timed(dram, picked)
+
+
 def figure_at(x: Any, o: int, i: int) -> float:
     """Candidate ``i`` in order ``o`` of one figure of :func:`evaluate_orders` or
     :func:`timed_at` (an array over orders and candidates, over candidates, or one number)."""
