@@ -101,6 +101,12 @@ class Template:
     min_tile_rows: int = 1
     vector_macs: bool = False
 
+    def __hash__(self) -> int:
+        """The name's hash: equal templates share a name, and the memos keyed by a template
+        (the mapper's grids, the held streams of :func:`~infersim.dataflow.loopnest.folds.
+        rf_need`) hash it on every lookup, where the fields' hash walks every tuple of it."""
+        return hash(self.name)
+
     def __post_init__(self) -> None:
         for role in (self.rows, self.cols, self.stream, self.rf_split):
             bad = [d for d in role if d not in DIMS]
