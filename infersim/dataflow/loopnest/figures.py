@@ -334,18 +334,45 @@ def total_cycles_at(
     return timed_at(prob, tpl, chip, prep, orders, idx, backing).time["total_cycles"]  # type: ignore[no-any-return]
 
 
+class _Layout(NamedTuple):
+    """How the figures of a :class:`Timed` lie one after another (:func:`_flattened`): the DRAM
+    reads, then writes, per operand (these names); the iterations, the longest item and the
+    kernels; the time figures but ``levels`` (these keys); then the fields of ``levels`` where
+    there are some."""
+
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    keys: tuple[str, ...]
+    levels: bool
+    """Whether the time figures hold :class:`~infersim.dataflow.loopnest.waves.Waves`."""
+
+
+def _flattened(timed: Timed) -> tuple[list[Any], _Layout]:
+    """The figures of ``timed`` one after another, and their :class:`_Layout`."""
+    d, time = timed.dram, timed.time
+    keys = tuple(k for k in time if k != "levels")
+    levels = time["levels"]
+    figures = [*d.reads.values(), *d.writes.values(), d.iterations, d.longest, d.kernels,
+               *(time[k] for k in keys), *(() if levels is None else levels)]  # fmt: skip
+    return figures, _Layout(tuple(d.reads), tuple(d.writes), keys, levels is not None)
+
+
+def _unflattened(row: list[float], layout: _Layout) -> Timed:
+    """The :class:`Timed` of one candidate's floats ``row`` laid out as ``layout`` says."""
+    n_r, n_w, n_t = len(layout.reads), len(layout.writes), len(layout.keys)
+    at = n_r + n_w
+    dram = DramFigures(dict(zip(layout.reads, row[:n_r], strict=True)),
+                       dict(zip(layout.writes, row[n_r:at], strict=True)), *row[at:at + 3])
+    at += 3
+    picked: Figures = dict(zip(layout.keys, row[at:at + n_t], strict=True))
+    picked["levels"] = Waves._make(row[at + n_t:]) if layout.levels else None
+    return Timed(dram, picked)
+
+
 def one_of(timed: Timed, o: int, i: int) -> Timed:
     """Candidate ``i`` in order ``o`` of priced figures, in floats."""
-    d, time = timed.dram, timed.time
-    reads, writes = figures_at(d.reads.values(), o, i), figures_at(d.writes.values(), o, i)
-    iterations, longest, kernels = figures_at((d.iterations, d.longest, d.kernels), o, i)
-    dram = DramFigures(dict(zip(d.reads, reads, strict=True)),
-                       dict(zip(d.writes, writes, strict=True)), iterations, longest, kernels)
-    keys = [k for k in time if k != "levels"]
-    picked: Figures = dict(zip(keys, figures_at([time[k] for k in keys], o, i), strict=True))
-    levels = time["levels"]
-    picked["levels"] = None if levels is None else Waves._make(figures_at(levels, o, i))
-    return Timed(dram, picked)
+    figures, layout = _flattened(timed)
+    return _unflattened(figures_at(figures, o, i), layout)
 
 
 class TimedTable(NamedTuple):
@@ -354,42 +381,23 @@ class TimedTable(NamedTuple):
     so that a candidate's floats are one read (:func:`timed_row`), not one per figure."""
 
     values: Arr
-    """Shape (figures, orders, candidates): the DRAM reads, then writes, per operand; the
-    iterations, the longest item and the kernels; the time figures but ``levels``, then the
-    fields of ``levels`` where there are some."""
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
-    keys: tuple[str, ...]
-    """The time figures but ``levels``, in the order of ``values``."""
-    levels: bool
-    """Whether the time figures hold :class:`~infersim.dataflow.loopnest.waves.Waves`."""
+    """Shape (figures, orders, candidates), the figures as :attr:`layout` lays them out."""
+    layout: _Layout
 
 
 def timed_table(timed: Timed) -> TimedTable:
     """The :class:`TimedTable` of ``timed``: each figure broadcast as :func:`figure_at` reads
     it (an array over orders and candidates, over candidates, or one number)."""
-    d, time = timed.dram, timed.time
-    keys = tuple(k for k in time if k != "levels")
-    levels = time["levels"]
-    figures = [*d.reads.values(), *d.writes.values(), d.iterations, d.longest, d.kernels,
-               *(time[k] for k in keys), *(() if levels is None else levels)]  # fmt: skip
-    values = np.empty((len(figures), *np.shape(time["total_cycles"])))
+    figures, layout = _flattened(timed)
+    values = np.empty((len(figures), *np.shape(timed.time["total_cycles"])))
     for k, v in enumerate(figures):
         values[k] = v
-    return TimedTable(values, tuple(d.reads), tuple(d.writes), keys, levels is not None)
+    return TimedTable(values, layout)
 
 
 def timed_row(table: TimedTable, o: int, i: int) -> Timed:
     """:func:`one_of` read from a :class:`TimedTable`: the same floats."""
-    row = table.values[:, o, i].tolist()
-    n_r, n_w, n_t = len(table.reads), len(table.writes), len(table.keys)
-    at = n_r + n_w
-    dram = DramFigures(dict(zip(table.reads, row[:n_r], strict=True)),
-                       dict(zip(table.writes, row[n_r:at], strict=True)), *row[at:at + 3])
-    at += 3
-    picked: Figures = dict(zip(table.keys, row[at:at + n_t], strict=True))
-    picked["levels"] = Waves._make(row[at + n_t:]) if table.levels else None
-    return Timed(dram, picked)
+    return _unflattened(table.values[:, o, i].tolist(), table.layout)
 
 
 def figure_at(x: Any, o: int, i: int) -> float:
