@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import pytest
 from dataflow_helpers import array_chip
 
-from infersim.dataflow import LEVELS, OPERANDS, TEMPLATES, Tiling, analyze
+from infersim.dataflow import LEVELS, OPERANDS, TEMPLATES, Mapping, Tiling, analyze
 from infersim.errors import InfersimError, UnsupportedDtypeError
 from infersim.workloads.ops import Attention, Conv2d, Gemm, Softmax
 
@@ -287,3 +288,16 @@ def test_a_split_pays_one_more_kernel_overhead_in_the_mapping_time() -> None:
         assert paid.total_cycles - free.total_cycles == pytest.approx(2000.0 * (kernels - 1),
                                                                       abs=1e-6)  # fmt: skip
         assert paid.compute_cycles == free.compute_cycles
+
+
+def test_a_mapping_holds_every_field_as_its_init_would_set_it() -> None:
+    """A :class:`Mapping` and its tiling are made by setting their fields at once (the frozen
+    dataclasses' ``__init__`` is slower): each holds every field, and equals the instance its
+    ``__init__`` makes of the same values."""
+    for name in ("ws", "os", "is"):
+        m = analyze(gemm(100, 70, 300), array_chip(16, 16), TEMPLATES[name],
+                    Tiling(tile={"K": 64, "C": 32}))
+        assert set(vars(m)) == {f.name for f in fields(Mapping)}
+        assert m == Mapping(**vars(m))
+        assert set(vars(m.tiling)) == {f.name for f in fields(Tiling)}
+        assert m.tiling == Tiling(**vars(m.tiling))
