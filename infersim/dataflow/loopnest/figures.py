@@ -489,11 +489,11 @@ def _figures(
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
     traffic: dict[str, dict[str, tuple[Any, Any]]] = {level: {} for level in LEVELS}
     zero = xp.zeros_like(tile["G"])
-    for name, keys in KEYS.items():
+    for name, (feed_key, deliver_key, rf_key) in KEYS.items():
         b = ob[name]
         rd, wr = dram.reads[name], dram.writes[name]
         traffic["dram"][name] = (rd, wr)
-        feed, deliver, rf_slots = (sums[key] for key in keys)
+        feed, deliver, rf_slots = sums[feed_key], sums[deliver_key], sums[rf_key]
         if name == "output":
             traffic["sram"][name] = ((feed - out_elems) * b + wr, feed * b + rd)
             traffic["array"][name] = (zero, deliver * b)

@@ -99,8 +99,8 @@ def tile_folds(
     prob, tpl, chip, rate = nest
     # the template by identity (hashing its fields costs more than the lookup saves); the
     # entry keeps it alive, so its id names no other template while the entry exists
-    key = (id(tpl), chip.key, prob.stride, rate, *(ext[d] for d in DIMS),
-           *(rf[d] for d in tpl.rf_split), cycles_only)  # fmt: skip
+    key = (id(tpl), chip.key, prob.stride, rate, *map(ext.__getitem__, DIMS),
+           *map(rf.__getitem__, tpl.rf_split), cycles_only)  # fmt: skip
     found = _ONE_TILE.get(key)
     if found is None or found[0] is not tpl:
         if len(_ONE_TILE) >= _ONE_TILE_MAX:
