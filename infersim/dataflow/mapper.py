@@ -1098,10 +1098,12 @@ def _refetch_free(prob: Problem, chip: Chip) -> dict[str, Access] | None:
     if min(dims["C"] * min(dims["P"], prob.padded_h) * ob["input"],
            dims["K"] * dims["P"] * ob["output"], dims["K"] * dims["C"] * ob["weight"]) > half:
         return None
+    whole = {d: float(dims[d]) for d in DIMS}
     for cut in ("K", "C", "P"):  # the one dim cut, the other two whole
-        tile = {d: 1.0 if d == cut else float(dims[d]) for d in DIMS}
+        tile = {**whole, cut: 1.0}
         if 2.0 * buffer_bytes(prob, None, tile, PY) <= chip.sram.capacity_bytes:
-            counts = {d: PY.ceil_div(float(dims[d]), tile[d]) for d in DIMS}
+            # ceil_div of each dim by its tile: x / x is 1.0 exactly, its ceil_div 1.0
+            counts = {**dict.fromkeys(DIMS, 1.0), cut: PY.ceil_div(whole[cut], 1.0)}
             once = {name: float(total_footprint(prob, name, counts) * prob.operand_bytes[name])
                     for name in OPERANDS}  # fmt: skip
             return {
