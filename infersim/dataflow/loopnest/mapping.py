@@ -218,8 +218,8 @@ def build_mapping(
         "order": (*tiling.order, *(d for d in TILEABLE if d not in tiling.order)),
         "rf": {d: min(tiling.rf.get(d, 1), tile[d]) for d in tpl.rf_split},
     })
-    floats = dict(zip(tile, map(float, tile.values())))
-    rf = dict(zip(full.rf, map(float, full.rf.values())))
+    floats = dict(zip(tile, map(float, tile.values()), strict=True))
+    rf = dict(zip(full.rf, map(float, full.rf.values()), strict=True))
     nest = nest_of(prob, tpl, chip)
     if timed is None:
         fig = figures_of(nest, floats, (full.order,), rf, PY, backing)

@@ -283,7 +283,7 @@ class FloatMath:
                 continue
             sums = fn(inputs, *shared)
             if total is None:  # (w.__mul__: w * value, without a comprehension's frame)
-                total = dict(zip(sums, map(w.__mul__, sums.values())))
+                total = dict(zip(sums, map(w.__mul__, sums.values()), strict=True))
             else:
                 for key, value in sums.items():
                     total[key] += w * value
