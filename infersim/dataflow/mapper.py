@@ -175,7 +175,6 @@ def clear_cache() -> None:
     clear_tile_folds()
     _TRAFFIC.clear()
     _GRIDS.clear()
-    _ladder_more.cache_clear()
     _rows_table.cache_clear()
     _SEARCHES.clear()
     _SEARCHES_BYTES[0] = 0
@@ -1281,15 +1280,16 @@ the lines take (below 2^46), so its bound is negative and it fits no tile rows; 
 stay finite (2^120 × a width at most)."""
 
 
-@functools.lru_cache(maxsize=4096)
-def _ladder_more(extent: int, aligns: tuple[int, ...]) -> Arr:
-    """:func:`_ladder` as floats, and per extent the tiles it cuts ``extent`` into less one
-    (``ceil_div(extent, tile) - 1.0``, the same operations in floats as in arrays): shape
-    (2, rungs) (memoized, read-only)."""
-    out = np.empty((2, len(ladder := _ladder(extent, aligns))))
-    out[0] = ladder
-    out[1] = NP.ceil_div(float(extent), out[0]) - 1.0
-    out.flags.writeable = False
+def _padded_ladders(extents: list[int], aligns: list[tuple[int, ...]]) -> Arr:
+    """Per extent, its :func:`_ladder` (with its ``aligns``) as floats, and the tiles each rung
+    cuts the extent into less one (``ceil_div(extent, tile) - 1.0``, the same operations in
+    floats as in arrays), every ladder in one array: shape (2, extents, rungs), each padded at
+    its end with :data:`_PAD` (whose count no line reads: none of it fits)."""
+    ladders = [_ladder(e, a) for e, a in zip(extents, aligns, strict=True)]
+    rungs = max(map(len, ladders))
+    out = np.empty((2, len(ladders), rungs))
+    out[0] = [(*ladder, *(_PAD,) * (rungs - len(ladder))) for ladder in ladders]
+    out[1] = NP.ceil_div(np.array(extents, dtype=np.float64)[:, None], out[0]) - 1.0
     return out
 
 
@@ -1297,17 +1297,8 @@ def _ladder_more(extent: int, aligns: tuple[int, ...]) -> Arr:
 def _rows_table(extent: int, aligns: tuple[int, ...]) -> Arr:
     """The tile rows of a token ``extent`` (its :func:`_ladder`) ascending, over the tiles
     each cuts it into less one: shape (2, rungs) (memoized, read-only)."""
-    out = _ladder_more(extent, aligns)[:, ::-1].copy()
+    out = _padded_ladders([extent], [aligns])[:, 0, ::-1].copy()
     out.flags.writeable = False
-    return out
-
-
-def _padded(ladders: list[Arr]) -> Arr:
-    """The ops' :func:`_ladder_more` (extents, counts less one) as one array of shape
-    (2, ops, rungs), each op's padded at its end with :data:`_PAD`."""
-    out = np.full((2, len(ladders), max(a.shape[1] for a in ladders)), _PAD)
-    for at, ladder in enumerate(ladders):
-        out[:, at, :ladder.shape[1]] = ladder
     return out
 
 
@@ -1323,9 +1314,11 @@ def _kept_lines(
     tile rows is covered by it, and that neighbour comes earlier in C order: the first
     fewest is never such a line, nor one where nothing fits. The ops' grids are stacked into
     one array, each op's ladders padded at their ends with :data:`_PAD` (where nothing
-    fits), so each step is one call for all of them."""
-    by_k = _padded([_ladder_more(p.dims["K"], aligns["K"]) for p in probs])
-    by_c = _padded([_ladder_more(p.dims["C"], aligns["C"]) for p in probs])
+    fits, :func:`_padded_ladders`), so each step is one call for all of them."""
+    n = len(probs)
+    ladders = _padded_ladders([*(p.dims["K"] for p in probs), *(p.dims["C"] for p in probs)],
+                              [aligns["K"]] * n + [aligns["C"]] * n)
+    by_k, by_c = ladders[:, :n], ladders[:, n:]
     widths = np.array([[p.operand_bytes[name] for p in probs] for name in OPERANDS])
     w_in, w_weight, w_out = widths[:, :, None, None]  # per op, as (op, K, C)
     tk, tc = by_k[0, :, :, None], by_c[0, :, None, :]
