@@ -293,7 +293,9 @@ def test_a_split_pays_one_more_kernel_overhead_in_the_mapping_time() -> None:
 def test_a_mapping_holds_every_field_as_its_init_would_set_it() -> None:
     """A :class:`Mapping` and its tiling are made by setting their fields at once (the frozen
     dataclasses' ``__init__`` is slower): each holds every field, and equals the instance its
-    ``__init__`` makes of the same values."""
+    ``__init__`` makes of the same values (which checks nothing: neither has a
+    ``__post_init__``)."""
+    assert not hasattr(Mapping, "__post_init__") and not hasattr(Tiling, "__post_init__")
     for name in ("ws", "os", "is"):
         m = analyze(gemm(100, 70, 300), array_chip(16, 16), TEMPLATES[name],
                     Tiling(tile={"K": 64, "C": 32}))
