@@ -1273,7 +1273,7 @@ def _line_terms() -> tuple[Arr, Arr]:
 
 
 _PAD = 2.0**60
-"""A tile extent past every capacity: :func:`_kept_lines` pads the ladders with it. A line of
+"""A tile extent past every capacity: :func:`_padded_ladders` pads the ladders with it. A line of
 it needs at least 2^60 × 1/64 = 2^54 bytes of weight tile (every width of a
 :func:`_plain_gemm` is a positive whole number of 1/64 bytes), more than half of any capacity
 the lines take (below 2^46), so its bound is negative and it fits no tile rows; its products
