@@ -67,19 +67,19 @@ from infersim.dataflow.loopnest import (
 from infersim.dataflow.loopnest.dram import dram_traffic
 from infersim.dataflow.loopnest.figures import (
     LOWER_BOUND_MARGIN,
+    PickedRows,
     Prepared,
     Timed,
-    TimedTable,
     compulsory_bytes,
     dequantizes,
     lower_bound_cycles,
     multicast_of,
     one_of,
     partials_capacity_bytes,
+    picked_row,
+    picked_rows,
     prepare,
     timed_at,
-    timed_row,
-    timed_table,
 )
 from infersim.dataflow.loopnest.folds import clear_tile_folds
 from infersim.dataflow.loopnest.numerics import NumpyMath, prod_skipping_ones
@@ -651,9 +651,8 @@ def _fastest(
     :func:`_search_latency` gives them; ``priced(p, o, j)``: the DRAM and time figures of the
     j-th kept candidate (of part p) in the o-th order."""
     if len(parts) == 1:  # one template: its own order-major index is the flat one (kept ascend)
-        first = int(seconds.argmin())  # the first of the fastest, order-major, as a stable
-        if top_k == 1 and not math.isnan(seconds.flat[first]):  # sort ranks it (no NaN)
-            order: Any = [first]
+        if top_k == 1:  # the first of the fastest, order-major, as a stable sort ranks it
+            order: Any = [_first_fastest(seconds)]
         else:
             order = seconds.reshape(-1).argsort(kind="stable")[:top_k]
     else:  # by time, then template rank, then the template's own order-major index
@@ -737,9 +736,10 @@ class _Group(NamedTuple):
     """Whether they are timed without a DRAM level behind (no backings)."""
 
 
-_Priced = tuple[TimedTable, Arr]
-"""The figures every candidate of a group was priced in (as a table: each op of the group
-reads its pick from it), and their total cycles over the clock, shape (orders, candidates)."""
+_Priced = tuple[PickedRows, Arr]
+"""Of the candidates of a group: the figures of each op's one candidate that its search may
+pick (:func:`_first_fastest` of its candidates there; each op of the group reads its pick
+from them), and every candidate's total cycles over the clock, shape (orders, candidates)."""
 
 
 _Batched = tuple[list["_Part"], list[tuple[_Group, int, int]], list[int]]
@@ -753,7 +753,25 @@ def _priced_group(group: _Group, chip: Chip, backings: list[Backing | None]) -> 
     backing = None if group.plain else stacked_backing(
         [b for b in backings if b is not None], group.sizes)  # fmt: skip
     timed = timed_at(group.prob, group.tpl, chip, group.prep, ORDERS, slice(None), backing)
-    return timed_table(timed), timed.time["total_cycles"] / chip.freq_hz
+    seconds = timed.time["total_cycles"] / chip.freq_hz
+    picks = []
+    lo = 0
+    for size in group.sizes:  # each op's candidates of this template: a part of its search
+        o, j = divmod(_first_fastest(seconds[:, lo:lo + size]), size)
+        picks.append((o, lo + j))
+        lo += size
+    return picked_rows(timed, picks), seconds
+
+
+def _first_fastest(seconds: Arr) -> int:
+    """The index, order-major, of the fastest of ``seconds`` (orders, candidates) that
+    :func:`_fastest` picks of one part (``top_k`` 1): the first of the fastest, as a stable
+    sort ranks them (a NaN last). Of several parts, it picks one part's this, or none: it
+    ranks by time, then part, then this index."""
+    first = int(seconds.argmin())
+    if math.isnan(seconds.flat[first]):  # argmin stops at the first NaN; a sort puts it last
+        first = int(seconds.reshape(-1).argsort(kind="stable")[0])
+    return first
 
 
 def _priced_groups(
@@ -809,12 +827,13 @@ def _fastest_priced(
 
 
 def _priced_in(
-    priced: list[tuple[TimedTable, int, int]], starts: list[int], p: int, o: int, j: int
+    priced: list[tuple[PickedRows, int, int]], starts: list[int], p: int, o: int, j: int
 ) -> Timed:
     """The figures of the ``j``-th candidate of an op of :func:`search_many` (of its part
-    ``p``, whose candidates lie from ``priced[p][1]`` in its group's pricing) in order ``o``."""
-    table, lo, _ = priced[p]
-    return timed_row(table, o, lo + j - starts[p])
+    ``p``, whose candidates lie from ``priced[p][1]`` in its group's pricing) in order ``o``:
+    the candidate its group kept the figures of for that part (:func:`_priced_group`)."""
+    rows, lo, _ = priced[p]
+    return picked_row(rows, o, lo + j - starts[p])
 
 
 def _retime(

@@ -81,3 +81,23 @@ def test_the_bounded_search_s_pick_equals_its_tiling_evaluated_in_full() -> None
         seen += len(found[1].cycles) > 2 * mapper_module.SEEDS
         _same_as_full(map_op(op, chip), op, chip, None)
     assert seen  # the bounded path was taken
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, float("nan")]), min_size=1,
+                       max_size=24), orders=st.integers(1, 6))  # fmt: skip
+def test_the_candidate_a_group_keeps_per_part_is_the_one_a_stable_sort_ranks_first(
+    values: list[float], orders: int
+) -> None:
+    """A group's pricing keeps the figures of one candidate per op and template
+    (``_first_fastest``): the first of the fastest, order-major, a NaN last, as the stable
+    sort of the pick over several parts ranks them; ties and NaNs are common on a coarse
+    grid of times."""
+    import numpy as np
+
+    size = -(-len(values) // orders)
+    flat = np.array((values * orders)[: orders * size]).reshape(orders, size)
+    ranked = int(flat.reshape(-1).argsort(kind="stable")[0])
+    assert mapper_module._first_fastest(flat) == ranked
+    assert mapper_module._first_fastest(flat[:, : max(size - 1, 1)]) == int(
+        flat[:, : max(size - 1, 1)].reshape(-1).argsort(kind="stable")[0])

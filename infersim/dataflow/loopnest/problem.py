@@ -195,7 +195,7 @@ def stacked(probs: Sequence[Problem], sizes: Sequence[int]) -> Problem:
         raise ValueError(f"stacked problems must share {stack_key.__doc__}: got {keys}")
 
     def column(values: list[float]) -> Any:  # one value on every candidate: one float
-        if all(v == values[0] for v in values):
+        if values.count(values[0]) == len(values):  # (no generator's frame)
             return float(values[0])
         return np.array(values, dtype=np.float64).repeat(sizes)
 
