@@ -61,6 +61,7 @@ from infersim.dataflow.loopnest import (
     Tiling,
     build_mapping,
     evaluate_orders,
+    picked_mapping,
     problem_of,
     rf_need,
 )
@@ -673,10 +674,10 @@ def _fastest(
         p = bisect.bisect_right(starts, k) - 1  # the part candidate k comes from
         rank, tpl, tile, rf = parts[p]
         i = k - starts[p]
-        chosen = {d: int(tile[d][i]) for d in DIMS}
+        chosen = {d: int(tile[d][i]) for d in DIMS}  # a candidate: within the op's dims
         factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
-        tiling = Tiling(tile=chosen, order=ORDERS[oi], rf=factors)
-        mapping = build_mapping(prob, tpl, chip, tiling, backing, priced(p, oi, j))
+        mapping = picked_mapping(prob, tpl, chip, chosen, ORDERS[oi], factors, backing,
+                                 priced(p, oi, j))  # fmt: skip
         out.append((mapping.time_s, rank, mapping))
     return out
 

@@ -303,3 +303,30 @@ def test_a_mapping_holds_every_field_as_its_init_would_set_it() -> None:
         assert m == Mapping(**vars(m))
         assert set(vars(m.tiling)) == {f.name for f in fields(Tiling)}
         assert m.tiling == Tiling(**vars(m.tiling))
+
+
+def test_a_candidate_of_the_array_figures_maps_as_its_tiling_does_alone() -> None:
+    """:func:`mapping_of` given the array figures of many candidates (``evaluate_orders``)
+    makes, for candidate ``i`` in order ``o``, the mapping of that tiling evaluated alone in
+    plain floats: every field equal, its traffic and levels floats (not numpy scalars)."""
+    import numpy as np
+
+    from infersim.dataflow.loopnest import evaluate_orders, mapping_of, problem_of
+    from infersim.dataflow.mapper import ORDERS
+
+    chip = array_chip(16, 16)
+    op = gemm(100, 70, 300)
+    prob, tpl = problem_of(op), TEMPLATES["ws"]
+    tile = {d: np.array([float(prob.dims[d])] * 3) for d in prob.dims}
+    tile["K"], tile["C"] = np.array([64.0, 300.0, 70.0]), np.array([32.0, 70.0, 16.0])
+    rf: dict[str, np.ndarray] = {}
+    fig = evaluate_orders(prob, tpl, chip, tile, ORDERS, rf)
+    for o in (0, 3):
+        for i in range(3):
+            tiling = Tiling(tile={d: int(tile[d][i]) for d in ("K", "C")}, order=ORDERS[o])
+            alone = analyze(op, chip, tpl, tiling)
+            full = Tiling(tile=tiling.extents(prob), order=ORDERS[o])  # every dim's extent
+            got = mapping_of(prob, tpl, chip, full, fig, o, i)
+            assert vars(got) == vars(alone)
+            assert all(type(x) is float for level in got.traffic.values()
+                       for a in level.values() for x in a)  # fmt: skip

@@ -59,13 +59,20 @@ many candidate tilings for the mapper's search, plain floats for one tiling. The
 
 from infersim.dataflow.loopnest.figures import (
     LEVELS,
+    Access,
     evaluate,
     evaluate_orders,
     figures_of,
     total_cycles_orders,
 )
 from infersim.dataflow.loopnest.folds import rf_need, tile_compute, tile_folds, tile_operand_bytes
-from infersim.dataflow.loopnest.mapping import Access, Mapping, analyze, build_mapping, mapping_of
+from infersim.dataflow.loopnest.mapping import (
+    Mapping,
+    analyze,
+    build_mapping,
+    mapping_of,
+    picked_mapping,
+)
 from infersim.dataflow.loopnest.numerics import NP, PY, Arr, Candidates, Figures, MathNamespace
 from infersim.dataflow.loopnest.problem import (
     AXES,
@@ -115,6 +122,7 @@ __all__ = [
     "footprint",
     "mapping_of",
     "nest_of",
+    "picked_mapping",
     "problem_of",
     "rf_need",
     "tile_bytes",

@@ -23,6 +23,7 @@ One evaluation, :func:`figures_of`, serves both callers: :func:`evaluate_orders`
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -286,6 +287,24 @@ def lower_bound_cycles(
     return bound * (1.0 - LOWER_BOUND_MARGIN)  # type: ignore[no-any-return]
 
 
+class Access(NamedTuple):
+    """Bytes read from and written to one level for one operand (floats of one mapping, or
+    arrays over candidates in a search's figures): a named pair, so that a pick's twelve
+    cost a tuple each (:data:`_access`)."""
+
+    reads_bytes: float = 0.0
+    writes_bytes: float = 0.0
+
+    @property
+    def total_bytes(self) -> float:
+        """Reads plus writes."""
+        return self.reads_bytes + self.writes_bytes
+
+
+_access = functools.partial(tuple.__new__, Access)
+"""``Access(r, w)`` given the pair ``(r, w)``, without the named tuple's ``__new__`` frame."""
+
+
 class Timed(NamedTuple):
     """The DRAM figures and the time figures (:func:`_time`) of priced candidates: arrays over
     them (an order-dependent figure of shape (orders, candidates)), or one number where every
@@ -501,24 +520,24 @@ def _figures(
     dram, time = timed
     ob = prob.operand_bytes
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
-    traffic: dict[str, dict[str, tuple[Any, Any]]] = {level: {} for level in LEVELS}
+    traffic: dict[str, dict[str, Access]] = {level: {} for level in LEVELS}
     zero = xp.zeros_like(tile["G"])
     for name, (feed_key, deliver_key, rf_key) in KEYS.items():
         b = ob[name]
         rd, wr = dram.reads[name], dram.writes[name]
-        traffic["dram"][name] = (rd, wr)
+        traffic["dram"][name] = _access((rd, wr))
         feed, deliver, rf_slots = sums[feed_key], sums[deliver_key], sums[rf_key]
         if name == "output":
-            traffic["sram"][name] = ((feed - out_elems) * b + wr, feed * b + rd)
-            traffic["array"][name] = (zero, deliver * b)
-            traffic["register_file"][name] = (rf_slots * b, rf_slots * b)
+            traffic["sram"][name] = _access(((feed - out_elems) * b + wr, feed * b + rd))
+            traffic["array"][name] = _access((zero, deliver * b))
+            traffic["register_file"][name] = _access((rf_slots * b, rf_slots * b))
         else:
-            traffic["sram"][name] = (feed * b, rd)
-            traffic["array"][name] = (deliver * b, zero)
-            traffic["register_file"][name] = (
+            traffic["sram"][name] = _access((feed * b, rd))
+            traffic["array"][name] = _access((deliver * b, zero))
+            traffic["register_file"][name] = _access((
                 rf_slots * b,
                 xp.where(rf_slots > 0, deliver * b, 0.0),
-            )
+            ))
     dram_bytes = sum(r + w for r, w in traffic["dram"].values())
     return {
         "traffic": traffic,

@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow.loopnest.figures import Timed, figure_at, figures_of, picked_figures
+from infersim.dataflow.loopnest.figures import (
+    Access,
+    Timed,
+    figure_at,
+    figures_of,
+    picked_figures,
+)
 from infersim.dataflow.loopnest.numerics import PY, Figures
 from infersim.dataflow.loopnest.problem import TILEABLE, Problem, Tiling, nest_of, problem_of
 from infersim.dataflow.loopnest.waves import BOUNDS, Backing, Waves
@@ -21,19 +27,6 @@ from infersim.errors import InfersimError
 from infersim.workloads.ops import OpBase
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True)
-class Access:
-    """Bytes read from and written to one level for one operand."""
-
-    reads_bytes: float = 0.0
-    writes_bytes: float = 0.0
-
-    @property
-    def total_bytes(self) -> float:
-        """Reads plus writes."""
-        return self.reads_bytes + self.writes_bytes
 
 
 @dataclass(frozen=True)
@@ -213,18 +206,27 @@ def build_mapping(
     figures in floats where a search priced them already (taken, not recomputed:
     :func:`~infersim.dataflow.loopnest.figures.picked_figures`)."""
     tile = tiling.extents(prob)
-    full = _made(Tiling, {
-        "tile": tile,
-        "order": (*tiling.order, *(d for d in TILEABLE if d not in tiling.order)),
-        "rf": {d: min(tiling.rf.get(d, 1), tile[d]) for d in tpl.rf_split},
-    })
+    return picked_mapping(
+        prob, tpl, chip, tile, (*tiling.order, *(d for d in TILEABLE if d not in tiling.order)),
+        {d: min(tiling.rf.get(d, 1), tile[d]) for d in tpl.rf_split}, backing, timed,
+    )  # fmt: skip
+
+
+def picked_mapping(
+    prob: Problem, tpl: Template, chip: Chip, tile: dict[str, int], order: tuple[str, ...],
+    rf: dict[str, int], backing: Backing | None = None, timed: Timed | None = None,
+) -> Mapping:
+    """:func:`build_mapping` of a complete tiling, as a search's pick has it: an extent for
+    every dim of :data:`DIMS` (at most the dim's), every tileable dim in ``order``, an RF
+    factor for every ``rf_split`` dim of ``tpl`` (at most its extent)."""
     floats = dict(zip(tile, map(float, tile.values()), strict=True))
-    rf = dict(zip(full.rf, map(float, full.rf.values()), strict=True))
+    factors = dict(zip(rf, map(float, rf.values()), strict=True))
     nest = nest_of(prob, tpl, chip)
     if timed is None:
-        fig = figures_of(nest, floats, (full.order,), rf, PY, backing)
+        fig = figures_of(nest, floats, (order,), factors, PY, backing)
     else:
-        fig = picked_figures(nest, floats, rf, timed)
+        fig = picked_figures(nest, floats, factors, timed)
+    full = _made(Tiling, {"tile": tile, "order": order, "rf": rf})
     return mapping_of(prob, tpl, chip, full, fig, 0, 0)
 
 
@@ -237,24 +239,13 @@ def mapping_of(
     :func:`~infersim.dataflow.loopnest.figures.evaluate_orders`, or the plain-float figures of
     one tiling (``o`` and ``i`` then unused)."""
     tile, order, rf_full = tiling.tile, tiling.order, tiling.rf
-
-    # the plain-float figures of one tiling hold no arrays: float() alone picks each
-    one: Any = (lambda x: figure_at(x, o, i)) if isinstance(fig["total_cycles"], np.ndarray) \
-        else float
-
-    traffic = {
-        level: {name: Access(one(r), one(w)) for name, (r, w) in ops.items()}
-        for level, ops in fig["traffic"].items()
-    }
+    if isinstance(fig["total_cycles"], np.ndarray):  # one candidate's floats of the arrays
+        fig = _one_candidate(fig, o, i)
+    spatial, fold_dims = _loops_of(tpl)
     counts = {d: -(-prob.dims[d] // tile[d]) for d in DIMS}
-    spatial = (*tpl.rows, *tpl.cols)
     part = {d: -(-tile[d] // rf_full[d]) if d in rf_full else tile[d] for d in spatial}
-    fold_loops = {
-        d: (-(-tile[d] // rf_full[d]) if d in rf_full else tile[d])
-        for d in DIMS
-        if d not in spatial and (d in rf_full or d not in tpl.stream)
-    }
-    total_cycles = one(fig["total_cycles"])
+    fold_loops = {d: -(-tile[d] // rf_full[d]) if d in rf_full else tile[d] for d in fold_dims}
+    total_cycles = float(fig["total_cycles"])
     levels = fig["levels"]
     return _made(Mapping, {
         "dataflow": tpl.name,
@@ -272,30 +263,63 @@ def mapping_of(
         "rows_extent": math.prod(part[d] for d in tpl.rows),
         "cols_extent": math.prod(part[d] for d in tpl.cols),
         "pe_loops": tuple((d, rf_full.get(d, tile[d])) for d in tpl.stream),
-        "tiles": round(one(fig["tiles"])),
-        "cores_used": round(one(fig["cores_used"])),
-        "waves": round(one(fig["waves"])),
-        "folds": round(one(fig["folds"])),
-        "compute_cycles": round(one(fig["compute_cycles"])),
-        "mapping_efficiency": one(fig["mapping_efficiency"]),
-        "compute_utilization": one(fig["compute_utilization"]),
-        "overall_utilization": one(fig["overall_utilization"]),
-        "traffic": traffic,
-        "sram_bytes": one(fig["sram_bytes"]),
+        "tiles": round(fig["tiles"]),
+        "cores_used": round(fig["cores_used"]),
+        "waves": round(fig["waves"]),
+        "folds": round(fig["folds"]),
+        "compute_cycles": round(fig["compute_cycles"]),
+        "mapping_efficiency": float(fig["mapping_efficiency"]),
+        "compute_utilization": float(fig["compute_utilization"]),
+        "overall_utilization": float(fig["overall_utilization"]),
+        "traffic": fig["traffic"],
+        "sram_bytes": float(fig["sram_bytes"]),
         "sram_capacity_bytes": float(chip.sram.capacity_bytes),
-        "rf_bytes": one(fig["rf_bytes"]),
+        "rf_bytes": float(fig["rf_bytes"]),
         "rf_capacity_bytes": float(chip.register_file.bytes_per_pe),
-        "dram_bytes": one(fig["dram_bytes"]),
-        "dram_cycles": one(fig["dram_cycles"]),
-        "first_load_cycles": one(fig["first_load_cycles"]),
-        "last_store_cycles": one(fig["last_store_cycles"]),
+        "dram_bytes": float(fig["dram_bytes"]),
+        "dram_cycles": float(fig["dram_cycles"]),
+        "first_load_cycles": float(fig["first_load_cycles"]),
+        "last_store_cycles": float(fig["last_store_cycles"]),
         "total_cycles": total_cycles,
         "time_s": total_cycles / chip.freq_hz,
-        "bound": BOUNDS[round(one(fig["bound"]))],
-        "iterations": one(fig["iterations"]),
-        "kernels": round(one(fig["kernels"])),
-        "levels": None if levels is None else Waves._make(map(one, levels)),
+        "bound": BOUNDS[round(fig["bound"])],
+        "iterations": float(fig["iterations"]),
+        "kernels": round(fig["kernels"]),
+        "levels": levels,
     })
+
+
+def _one_candidate(fig: Figures, o: int, i: int) -> Figures:
+    """The figures of candidate ``i`` in order ``o`` of :func:`~infersim.dataflow.loopnest.
+    figures.evaluate_orders`, in floats, laid out as :func:`~infersim.dataflow.loopnest.
+    figures.figures_of` lays out those of one tiling."""
+    out: Figures = {key: figure_at(v, o, i) for key, v in fig.items()
+                    if key not in ("traffic", "levels")}
+    out["traffic"] = {
+        level: {name: Access(figure_at(r, o, i), figure_at(w, o, i)) for name, (r, w)
+                in ops.items()}
+        for level, ops in fig["traffic"].items()
+    }  # fmt: skip
+    levels = fig["levels"]
+    out["levels"] = None if levels is None else Waves._make(figure_at(v, o, i) for v in levels)
+    return out
+
+
+_LOOPS: dict[int, tuple[Template, tuple[str, ...], tuple[str, ...]]] = {}
+""":func:`_loops_of` by template identity (the entry keeps its template alive)."""
+
+
+def _loops_of(tpl: Template) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A template's spatial dims (rows, then columns) and the dims of its fold loops of one SRAM
+    tile, in :data:`DIMS` order: those neither spatial nor streamed whole (a stream dim split
+    in the register file loops over its factors). Its RF factors name every ``rf_split`` dim."""
+    found = _LOOPS.get(id(tpl))
+    if found is None or found[0] is not tpl:
+        spatial = (*tpl.rows, *tpl.cols)
+        folds = tuple(d for d in DIMS if d not in spatial
+                      and (d in tpl.rf_split or d not in tpl.stream))  # fmt: skip
+        found = _LOOPS[id(tpl)] = (tpl, spatial, folds)
+    return found[1], found[2]
 
 
 def _made(cls: type[_T], values: dict[str, Any]) -> _T:
