@@ -79,8 +79,8 @@ def energy(mapping: Mapping, chip: Chip) -> EnergyBreakdown:
     for level in LEVELS:  # the sums of sum(), left to right from 0, without its generators
         pj = cost[level]
         moved: float = 0
-        for name, a in mapping.traffic[level].items():
-            both = a.reads_bytes + a.writes_bytes
+        for name, (reads, writes) in mapping.traffic[level].items():
+            both = reads + writes
             moved += both
             by_operand[name] += both * pj
         by_level[level] = moved * pj

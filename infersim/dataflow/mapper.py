@@ -299,14 +299,6 @@ def _ladder(extent: int, aligns: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted(values, reverse=True))
 
 
-def _aligns(tpl: Template, dim: str, chip: Chip) -> tuple[int, ...]:
-    if tpl.rows == (dim,):
-        return (chip.array.rows,)
-    if tpl.cols == (dim,):
-        return (chip.array.cols,)
-    return ()
-
-
 def _uncovered(fits: Any, step: int, axes: int | None = None) -> tuple[npt.NDArray[np.intp], ...]:
     """The indices (one array per axis, in C order, as ``np.nonzero`` gives them) of the
     entries of the boolean grid ``fits`` (closed downward: a fitting entry's smaller
@@ -357,7 +349,16 @@ def _candidates(prob: Problem, tpl: Template, chip: Chip) -> tuple[dict[str, Arr
     rf_opts = _rf_options(prob, tpl, chip)
     if not rf_opts:
         return {}, {}
-    return _grid(prob, tpl, chip, {d: _aligns(tpl, d, chip) for d in _CUT}, rf_opts)
+    return _grid(prob, tpl, chip, _aligns_of(tpl, chip.array.rows, chip.array.cols), rf_opts)
+
+
+@functools.lru_cache(maxsize=256)
+def _aligns_of(tpl: Template, rows: int, cols: int) -> dict[str, tuple[int, ...]]:
+    """Per cut dim, the array side its ladder aligns to under ``tpl`` on a ``rows`` x
+    ``cols`` array: a dim the template lays alone along the rows or the columns (memoized,
+    read-only)."""
+    return {d: (rows,) if tpl.rows == (d,) else (cols,) if tpl.cols == (d,) else ()
+            for d in _CUT}  # fmt: skip
 
 
 def _axis(
@@ -365,11 +366,16 @@ def _axis(
 ) -> tuple[int, ...]:
     """The SRAM-tile extents tried for ``dim``: the template's own (capped at the dim,
     descending) or the ladder."""
-    if tpl is not None:
-        for d, listed in reversed(tpl.extents):  # a dim listed twice: its last extents
-            if d == dim:
-                return _capped(listed, prob.dims[dim])
+    listed = None if tpl is None else _listed(tpl).get(dim)
+    if listed is not None:
+        return _capped(listed, prob.dims[dim])
     return _ladder(prob.dims[dim], aligns)
+
+
+@functools.cache
+def _listed(tpl: Template) -> dict[str, tuple[int, ...]]:
+    """The SRAM-tile extents ``tpl`` lists per dim (a dim listed twice: its last)."""
+    return dict(tpl.extents)
 
 
 @functools.lru_cache(maxsize=4096)

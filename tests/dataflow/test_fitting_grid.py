@@ -23,7 +23,7 @@ from infersim.dataflow.loopnest.numerics import prod
 from infersim.dataflow.mapper import (
     _CUT,
     _RF_FACTORS,
-    _aligns,
+    _aligns_of,
     _axis,
     _fitting,
     _rf_options,
@@ -182,7 +182,7 @@ def grids(draw: st.DrawFn) -> tuple[Problem, Template | None, Chip, list[list[in
     if tpl is None or draw(st.booleans()):
         aligns = _traffic_aligns(chip)
     else:
-        aligns = {d: _aligns(tpl, d, chip) for d in _CUT}
+        aligns = _aligns_of(tpl, chip.array.rows, chip.array.cols)
     ladders = [_axis(prob, tpl, d, aligns[d]) for d in _CUT]
     if draw(st.booleans()):  # keep a prefix of some ladders (fewer live axes, one-valued ones)
         ladders = [ladder[:draw(st.integers(1, len(ladder)))] for ladder in ladders]
@@ -222,7 +222,8 @@ def test_fitting_equals_the_reference_on_llm_and_conv_shapes(
     ]  # fmt: skip
     for op in ops:
         prob = problem_of(op)
-        aligns = _traffic_aligns(chip) if tpl is None else {d: _aligns(tpl, d, chip) for d in _CUT}
+        aligns = (_traffic_aligns(chip) if tpl is None
+                  else _aligns_of(tpl, chip.array.rows, chip.array.cols))
         ladders = [_axis(prob, tpl, d, aligns[d]) for d in _CUT]
         rf_opts = _rf_options(prob, tpl, chip) if tpl is not None else [{}]
         if not rf_opts:

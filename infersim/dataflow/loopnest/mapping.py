@@ -5,6 +5,7 @@ with :class:`Access`; :func:`analyze`, which maps one op with one tiling, and th
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -305,21 +306,15 @@ def _one_candidate(fig: Figures, o: int, i: int) -> Figures:
     return out
 
 
-_LOOPS: dict[int, tuple[Template, tuple[str, ...], tuple[str, ...]]] = {}
-""":func:`_loops_of` by template identity (the entry keeps its template alive)."""
-
-
+@functools.cache
 def _loops_of(tpl: Template) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A template's spatial dims (rows, then columns) and the dims of its fold loops of one SRAM
     tile, in :data:`DIMS` order: those neither spatial nor streamed whole (a stream dim split
     in the register file loops over its factors). Its RF factors name every ``rf_split`` dim."""
-    found = _LOOPS.get(id(tpl))
-    if found is None or found[0] is not tpl:
-        spatial = (*tpl.rows, *tpl.cols)
-        folds = tuple(d for d in DIMS if d not in spatial
-                      and (d in tpl.rf_split or d not in tpl.stream))  # fmt: skip
-        found = _LOOPS[id(tpl)] = (tpl, spatial, folds)
-    return found[1], found[2]
+    spatial = (*tpl.rows, *tpl.cols)
+    folds = tuple(d for d in DIMS if d not in spatial
+                  and (d in tpl.rf_split or d not in tpl.stream))  # fmt: skip
+    return spatial, folds
 
 
 def _made(cls: type[_T], values: dict[str, Any]) -> _T:

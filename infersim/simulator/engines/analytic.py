@@ -107,7 +107,6 @@ def level_views(chip: Chip) -> tuple[Chip, Chip]:
             "cores": 1,
             "sram.capacity_bytes": shared.capacity_bytes,
             "sram.fill_bytes_per_cycle": None,
-            "array.rows": chip.array.rows,
             "calibration.compute_efficiency": 1.0,
         })
         views = (cores_view, shared_view)

@@ -274,8 +274,8 @@ def grid_size(op: Gemm | Conv2d, chip: Chip, template: str) -> int:
     ladders of the cut dims times the register-file options (its private helpers)."""
     prob = problem_of(op)
     tpl = TEMPLATES[template]
-    ladders = [len(mapper._ladder(prob.dims[d], mapper._aligns(tpl, d, chip)))
-               for d in mapper._CUT]
+    aligns = mapper._aligns_of(tpl, chip.array.rows, chip.array.cols)
+    ladders = [len(mapper._ladder(prob.dims[d], aligns[d])) for d in mapper._CUT]
     options = len(mapper._rf_options(prob, tpl, chip)) if tpl.rf_split else 1
     return max(1, int(np.prod(ladders)) * options)
 
