@@ -412,12 +412,13 @@ def picked_rows(timed: Timed, picks: Sequence[tuple[int, int]]) -> PickedRows:
     group of 167 candidates in 6 orders has 38 figures: its picks' floats are a few hundred
     bytes where the whole table was 300 KB, written on every cold point."""
     figures, layout = _flattened(timed)
-    orders = np.array([o for o, _ in picks], dtype=np.intp)
     cands = np.array([i for _, i in picks], dtype=np.intp)
+    flat = np.array([o for o, _ in picks], dtype=np.intp) * int(np.shape(
+        timed.time["total_cycles"])[-1]) + cands  # each pick's index in a figure's C order
     values = np.empty((len(figures), len(picks)))
     for k, v in enumerate(figures):
         if isinstance(v, np.ndarray) and v.ndim:
-            values[k] = v[orders, cands] if v.ndim == 2 else v[cands]
+            values[k] = v.take(flat if v.ndim == 2 else cands)
         else:
             values[k] = v
     return PickedRows(dict(zip(picks, values.T.tolist(), strict=True)), layout)
