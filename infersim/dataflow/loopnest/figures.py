@@ -41,6 +41,7 @@ from infersim.dataflow.loopnest.numerics import (
     Figures,
     MathNamespace,
     prod,
+    prod_skipping_ones,
 )
 from infersim.dataflow.loopnest.problem import (
     Nest,
@@ -50,6 +51,7 @@ from infersim.dataflow.loopnest.problem import (
     footprint,
     nest_of,
     tile_bytes,
+    tile_factors,
     total_footprint,
 )
 from infersim.dataflow.loopnest.tiles import all_tiles, tile_classes
@@ -186,14 +188,19 @@ def prepare(
     sums = all_tiles(nest, classes, rf, NP, cycles_only=not weight_fed)
     cycles = sums["cycles"]
     counts = classes.counts
-    footprints = footprint_bytes(prob, counts)
-    compulsory = compulsory_bytes(prob, counts, footprints)
-    sram: Figures = {name: tile_bytes(prob, name, tile, NP) for name in OPERANDS}
+    # a dim whole in every tile: its extent (one tile of it, the float 1.0), so that the
+    # products below skip it (x · 1.0 is x exactly: the same figures, fewer array operations)
+    whole = {**tile, **classes.whole}
+    ones = {d: 1.0 if d in classes.whole else n for d, n in counts.items()}
+    footprints = footprint_bytes(prob, ones)
+    compulsory = compulsory_bytes(prob, ones, footprints)
+    sram: Figures = {name: prod_skipping_ones(tile_factors(prob, name, whole, NP))
+                     for name in OPERANDS}  # fmt: skip
     shape = cycles.shape
     fed = _over(sums[KEYS["weight"][0]], shape) if weight_fed else None
     return Prepared(cycles, counts, sram, _over(compulsory, shape),
-                    _over(prod(counts.values()), shape), _over(sums["folds"], shape), footprints,
-                    fed)  # fmt: skip
+                    _over(prod_skipping_ones(ones.values()), shape), _over(sums["folds"], shape),
+                    footprints, fed)  # fmt: skip
 
 
 def _over(x: Any, shape: tuple[int, ...]) -> Arr:

@@ -304,9 +304,20 @@ def total_footprint(prob: Problem, name: str, counts: dict[str, Any]) -> Any:
     dims = prob.dims
     for axis in AXES[name]:
         if axis == ("P", "R"):
-            total = total * (prob.in_h + (counts["P"] - 1) * max(dims["R"] - prob.stride, 0))
+            factor = _rows_with_halos(prob.in_h, counts["P"], dims["R"] - prob.stride)
         elif axis == ("Q", "S"):
-            total = total * (prob.in_w + (counts["Q"] - 1) * max(dims["S"] - prob.stride, 0))
+            factor = _rows_with_halos(prob.in_w, counts["Q"], dims["S"] - prob.stride)
         else:
-            total = total * dims[axis[0]]
+            factor = dims[axis[0]]
+        if not (isinstance(factor, float | int) and factor == 1):  # x · 1 is x exactly
+            total = total * factor
     return total
+
+
+def _rows_with_halos(rows: Any, tiles: Any, overlap: int) -> Any:
+    """The input rows (or columns) that ``tiles`` tiles along the output rows read, each
+    tile's halo of ``overlap`` rows again (none below 0): without a halo, the rows themselves
+    (x + (n − 1) · 0 is x exactly, the tile counts being finite)."""
+    if overlap <= 0:
+        return rows
+    return rows + (tiles - 1) * overlap
