@@ -39,6 +39,9 @@ def _fields(m: Mapping) -> dict[str, object]:
 def _same_as_full(got: Mapping, op: OpBase, chip: Chip, backing: Backing | None) -> None:
     full = analyze(op, chip, got.template, got.tiling, backing)
     assert _fields(got) == _fields(full)
+    for m in (got, full):  # a mapping keeps its figures' traffic pairs and levels as they are
+        figures = [x for level in m.traffic.values() for a in level.values() for x in a]
+        assert all(type(x) is float for x in [*figures, *(m.levels or ())])
 
 
 def _views(chip: Chip, op: OpBase) -> tuple[Chip, Backing | None]:

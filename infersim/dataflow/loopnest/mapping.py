@@ -238,7 +238,8 @@ def mapping_of(
     :data:`DIMS`, every tileable dim in its order, RF factors capped at the tile) from the
     figures ``fig``: of candidate ``i`` with the ``o``-th order of
     :func:`~infersim.dataflow.loopnest.figures.evaluate_orders`, or the plain-float figures of
-    one tiling (``o`` and ``i`` then unused)."""
+    one tiling (``o`` and ``i`` then unused; the mapping holds their traffic pairs and their
+    levels as they are)."""
     tile, order, rf_full = tiling.tile, tiling.order, tiling.rf
     if isinstance(fig["total_cycles"], np.ndarray):  # one candidate's floats of the arrays
         fig = _one_candidate(fig, o, i)
