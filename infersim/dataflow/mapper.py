@@ -176,7 +176,6 @@ def clear_cache() -> None:
     clear_tile_folds()
     _TRAFFIC.clear()
     _GRIDS.clear()
-    _rows_table.cache_clear()
     _SEARCHES.clear()
     _SEARCHES_BYTES[0] = 0
     STATS.update(searches=0, reused=0)
@@ -1221,8 +1220,7 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
             by_rows.setdefault(prob.dims["P"], []).append((at, once))
     terms, flags = _line_terms()
     for p, members in by_rows.items():
-        lines, op, sizes = _kept_lines([probs[at] for at, _ in members], aligns, half,
-                                       _rows_table(p, aligns["P"]))  # fmt: skip
+        lines, op, sizes = _kept_lines([probs[at] for at, _ in members], aligns, half, p)
         # per kept line: each loop's operand bytes (the output's written and read back), and
         # the bytes of every tensor once
         per = np.array([(ti, to + to, tw, ti + tw + final)
@@ -1319,32 +1317,26 @@ def _padded_ladders(extents: list[int], aligns: list[tuple[int, ...]]) -> Arr:
     return out
 
 
-@functools.lru_cache(maxsize=256)
-def _rows_table(extent: int, aligns: tuple[int, ...]) -> Arr:
-    """The tile rows of a token ``extent`` (its :func:`_ladder`) ascending, over the tiles
-    each cuts it into less one: shape (2, rungs) (memoized, read-only)."""
-    out = _padded_ladders([extent], [aligns])[:, 0, ::-1].copy()
-    out.flags.writeable = False
-    return out
-
-
 def _kept_lines(
-    probs: list[Problem], aligns: dict[str, tuple[int, ...]], half: float, rows: Arr
+    probs: list[Problem], aligns: dict[str, tuple[int, ...]], half: float, tokens: int
 ) -> tuple[Arr, npt.NDArray[np.intp], list[int]]:
     """The (K, C) lines of plain GEMMs' candidate grids that :func:`_lines_fewest` counts,
     op after op, each op's in C order of its two ladders, as a (6, lines) array: their K
     extents and K tile counts less one, C extents and counts less one, and largest fitting
-    tile rows of ``rows`` (:func:`_rows_table`) and P counts less one, with ``half`` of the
-    capacity per buffer; with each line's op and how many lines each op keeps. A line whose
+    tile rows of the ladder of ``tokens`` (the ops' P extent) and P counts less one, with
+    ``half`` of the capacity per buffer; with each line's op and how many lines each op
+    keeps. A line whose
     neighbour one step up K or C (the same tile, larger: the ladders descend) fits as many
     tile rows is covered by it, and that neighbour comes earlier in C order: the first
     fewest is never such a line, nor one where nothing fits. The ops' grids are stacked into
     one array, each op's ladders padded at their ends with :data:`_PAD` (where nothing
-    fits, :func:`_padded_ladders`), so each step is one call for all of them."""
+    fits, :func:`_padded_ladders`), so each step is one call for all of them, the ladder of
+    tile rows with them (ascending, without its pads)."""
     n = len(probs)
-    ladders = _padded_ladders([*(p.dims["K"] for p in probs), *(p.dims["C"] for p in probs)],
-                              [aligns["K"]] * n + [aligns["C"]] * n)
-    by_k, by_c = ladders[:, :n], ladders[:, n:]
+    ladders = _padded_ladders([*(p.dims["K"] for p in probs), *(p.dims["C"] for p in probs),
+                               tokens], [aligns["K"]] * n + [aligns["C"]] * n + [aligns["P"]])
+    by_k, by_c = ladders[:, :n], ladders[:, n:2 * n]
+    rows = ladders[:, 2 * n, len(_ladder(tokens, aligns["P"])) - 1::-1]  # ascending, unpadded
     widths = np.array([[p.operand_bytes[name] for p in probs] for name in OPERANDS])
     w_in, w_weight, w_out = widths[:, :, None, None]  # per op, as (op, K, C)
     tk, tc = by_k[0, :, :, None], by_c[0, :, None, :]
