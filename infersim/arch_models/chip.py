@@ -472,7 +472,7 @@ class Chip(Spec):
     @cached_property
     def key(self) -> str:
         """A stable hash of every field: the memoization key for anything costed on this chip
-        (a :meth:`view`'s: of its chip's key and its role)."""
+        (a :meth:`view`'s: its chip's key and its role, joined by a slash)."""
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
     def with_(self, **changes: Any) -> Chip:
@@ -501,7 +501,9 @@ class Chip(Spec):
             ConfigError: as :meth:`with_`.
         """
         made = self.with_(**changes)
-        made.__dict__["key"] = hashlib.sha256(f"{self.key}/{role}".encode()).hexdigest()[:16]
+        # the two names themselves, not their hash: a view is made on every cold point of a
+        # two-level chip, and a hash there loads the digest's code for this alone
+        made.__dict__["key"] = f"{self.key}/{role}"
         return made
 
     def _with_validated(self, changes: dict[str, Any]) -> Chip:

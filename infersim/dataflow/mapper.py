@@ -1205,9 +1205,9 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
     three loops: an operand is fetched again by the count of the loop it does not depend on
     (the input: K; the weight: P; the output: C) wherever a loop inner to that one iterates
     (it depends on both others), the output's partial sums written and read back; summed
-    over the operands, each order's bytes are the bytes of every tensor once plus, per loop,
-    the extra fetches of its operand where a loop inner to it iterates
-    (:func:`_line_terms`)."""
+    over the operands, each order's bytes are the bytes of every tensor once plus the extra
+    fetches of its outer loop's operand where either loop inner to it iterates and of its
+    middle loop's where the innermost does (:data:`_LINE_LOOPS`)."""
     out: list[_Lined | None] = [None] * len(probs)
     half = chip.sram.capacity_bytes / 2
     if chip.cores != 1 or not _exact(half):
@@ -1218,16 +1218,19 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
         once = _plain_gemm(prob)
         if once is not None:
             by_rows.setdefault(prob.dims["P"], []).append((at, once))
-    terms, flags = _line_terms()
     for p, members in by_rows.items():
         lines, op, sizes = _kept_lines([probs[at] for at, _ in members], aligns, half, p)
         # per kept line: each loop's operand bytes (the output's written and read back), and
         # the bytes of every tensor once
         per = np.array([(ti, to + to, tw, ti + tw + final)
-                        for _, (ti, tw, to, final) in members]).T[:, op]  # fmt: skip
+                        for _, (ti, tw, to, final) in members]).T.take(op, axis=1)  # fmt: skip
         more = lines[1::2]  # each loop's count less one
         extra = per[:3] * more  # per loop: its operand fetched again
-        moved = terms @ ((flags @ more > 0.5) * extra[_TERM_LOOP]) + per[3]
+        # per order (every figure exact: the sums are the same in any order)
+        iterates = more > 0.5
+        inner = iterates.take(_INNERMOST, axis=0)
+        moved = ((inner | iterates.take(_MIDDLE, axis=0)) * extra.take(_OUTER, axis=0)
+                 + inner * extra.take(_MIDDLE, axis=0)) + per[3]  # fmt: skip
         lo = 0
         for (at, once), size in zip(members, sizes, strict=True):
             if size == 0:  # nothing fits
@@ -1271,29 +1274,11 @@ _LINE_INNER = tuple(
 )
 """Per order of :data:`ORDERS`: each loop of :data:`_LINE_DIMS` with loops inner to it (as
 indices), and those."""
-_TERM_LOOP = np.repeat(np.arange(len(_LINE_DIMS)), len(_LINE_DIMS))
-"""Per term of :func:`_line_terms`: its loop (three terms each)."""
-
-
-@functools.cache
-def _line_terms() -> tuple[Arr, Arr]:
-    """(terms, flags) of :func:`_lines_fewest`: per loop of :data:`_LINE_DIMS`, three terms,
-    one per set of loops that may lie inner to it (both others, the first, the second); per
-    order of :data:`ORDERS`, 1.0 for the term of each loop that has loops inner to it
-    (shape (orders, terms)); per term, 1.0 for each of its loops (shape (terms, loops)): a
-    loop's operand is fetched again where one of them iterates."""
-    sets: list[tuple[str, ...]] = []
-    for d in _LINE_DIMS:
-        others = tuple(e for e in _LINE_DIMS if e != d)
-        sets += [others, others[:1], others[1:]]
-    flags = np.array([[float(e in s) for e in _LINE_DIMS] for s in sets])
-    terms = np.zeros((len(ORDERS), len(sets)))
-    for o, order in enumerate(ORDERS):
-        loops = [d for d in order if d in _LINE_DIMS]
-        for at, d in enumerate(loops[:-1]):
-            inner = tuple(e for e in _LINE_DIMS if e in loops[at + 1:])
-            terms[o, sets.index(inner, 3 * _LINE_DIMS.index(d))] = 1.0
-    return terms, flags
+_LINE_LOOPS = np.array([[_LINE_DIMS.index(d) for d in order if d in _LINE_DIMS]
+                        for order in ORDERS], dtype=np.intp).T  # fmt: skip
+"""Per order of :data:`ORDERS` (columns): its outer, middle and innermost loop of
+:data:`_LINE_DIMS` (rows), as indices."""
+_OUTER, _MIDDLE, _INNERMOST = _LINE_LOOPS[0], _LINE_LOOPS[1], _LINE_LOOPS[2]
 
 
 _PAD = 2.0**60
@@ -1338,13 +1323,16 @@ def _kept_lines(
     by_k, by_c = ladders[:, :n], ladders[:, n:2 * n]
     rows = ladders[:, 2 * n, len(_ladder(tokens, aligns["P"])) - 1::-1]  # ascending, unpadded
     widths = np.array([[p.operand_bytes[name] for p in probs] for name in OPERANDS])
-    w_in, w_weight, w_out = widths[:, :, None, None]  # per op, as (op, K, C)
+    # per op, as (op, K, C)
+    w_in, w_weight, w_out = (widths[i, :, None, None] for i in range(len(OPERANDS)))
     tk, tc = by_k[0, :, :, None], by_c[0, :, None, :]
     bound = (half - tk * tc * w_weight) / (tc * w_in + tk * w_out)
     fit = rows[0].searchsorted(bound, side="right")  # each line's fitting extents (0: none)
-    keep = fit > 0
-    keep[:, 1:] &= fit[:, :-1] < fit[:, 1:]
-    keep[:, :, 1:] &= fit[:, :, :-1] < fit[:, :, 1:]
+    # against its neighbours one step up K and C (0 past the ladders' tops), into a new array:
+    # an operation in place on a view of itself has numpy solve for the overlap first
+    up = np.zeros((len(probs), fit.shape[1] + 1, fit.shape[2] + 1), dtype=fit.dtype)
+    up[:, 1:, 1:] = fit
+    keep = (fit > up[:, :-1, 1:]) & (fit > up[:, 1:, :-1])
     op, ik, ic = np.nonzero(keep)
     lines = np.concatenate([by_k[:, op, ik], by_c[:, op, ic], rows[:, fit[op, ik, ic] - 1]])
     return lines, op, np.bincount(op, minlength=len(probs)).tolist()

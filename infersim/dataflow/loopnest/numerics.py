@@ -144,7 +144,11 @@ class NumpyMath:
             else:  # numbers and arrays mixed: each number repeated
                 size = _size(column)
                 columns.append(np.array([_column(v, size) for v in column]))
-        return list(zip(*fn(*columns, *args), strict=True))
+        figures = fn(*columns, *args)
+        # each row's figures by index: iterating an array ends on an IndexError whose message
+        # numpy formats (printf's code, on every call)
+        at = range(len(rows))
+        return list(zip(*([figure[i] for i in at] for figure in figures), strict=True))
 
     @staticmethod
     def sum_classes(
