@@ -321,7 +321,7 @@ def _uncovered(fits: Any, step: int, axes: int | None = None) -> tuple[npt.NDArr
             flat_kept[:-inner] &= flat_free[inner:]
         if edge is not None:
             edge[...] = before
-    return np.unravel_index(np.flatnonzero(kept), fits.shape)
+    return np.nonzero(kept)
 
 
 def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]]:
@@ -537,7 +537,7 @@ def _fitting(
     if maximal:  # the ladders descend: one step up is one index down
         index = _uncovered(ok, step=-1, axes=len(live) - (live[-1] == len(_CUT)))
     else:
-        index = np.unravel_index(np.flatnonzero(ok), shape)
+        index = np.nonzero(ok)
     repeated: dict[float, Arr] = {}  # one column of each value of the dims of one value
     picked: dict[str, Arr] = {}
     for key in (*DIMS, *keys[len(_CUT):]):
@@ -775,7 +775,9 @@ def _first_fastest(seconds: Arr) -> int:
     sort ranks them (a NaN last). Of several parts, it picks one part's this, or none: it
     ranks by time, then part, then this index."""
     first = int(seconds.argmin())
-    if math.isnan(seconds.flat[first]):  # argmin stops at the first NaN; a sort puts it last
+    # argmin stops at the first NaN, which a stable sort puts last (the value read by its two
+    # indices: an array's flat iterator is code of its own, for this one read)
+    if math.isnan(seconds[divmod(first, seconds.shape[1])]):
         first = int(seconds.reshape(-1).argsort(kind="stable")[0])
     return first
 
