@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infersim.arch_models import list_chips, load_chip
+from infersim.arch_models import Chip, list_chips, load_chip
 from infersim.errors import ConfigError
+from infersim.simulator.engines import analytic
 
 PRESETS = list_chips()
 
@@ -78,7 +79,8 @@ def test_a_view_is_the_variant_keyed_by_its_chip_and_role(name: str):
     chip = load_chip(name)
     changes = {"cores": 1, "sram.capacity_bytes": 2 * chip.sram.capacity_bytes}
     cores, same, other = chip.view("a", **changes), chip.view("a", **changes), chip.view("b")
-    assert cores == chip.with_(**changes)  # the same fields
+    assert cores == chip.with_(**changes)  # the same fields, of the same types
+    assert repr(cores.model_dump()) == repr(chip.with_(**changes).model_dump())
     assert cores.key == same.key  # a function of the chip's key and the role
     assert len({chip.key, cores.key, other.key, chip.with_(**changes).key}) == 4
     # a chip of other fields never shares its views' keys
@@ -86,3 +88,29 @@ def test_a_view_is_the_variant_keyed_by_its_chip_and_role(name: str):
     assert bigger.view("a", **changes).key != cores.key
     with pytest.raises(ConfigError, match="no field"):
         chip.view("a", **{"array.nope": 1})
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_the_engines_level_views_are_their_validated_variants(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The analytic engine's views of a two-level chip copy their changes without validating
+    them again: they hold the fields, of the same types, that validating them gives."""
+    chip = load_chip(name)
+    if chip.shared_sram is None:
+        pytest.skip("a chip without a shared SRAM has no level views")
+    made: list[str] = []
+    view = Chip.view
+
+    def checked(self: Chip, role: str, **changes: Any) -> Chip:
+        copy, valid = view(self, role, **changes), self.with_(**changes)
+        assert repr(copy.model_dump()) == repr(valid.model_dump())
+        assert copy.key == f"{self.key}/{role}"
+        made.append(role)
+        return copy
+
+    monkeypatch.setattr(Chip, "view", checked)
+    analytic.clear_cache()
+    analytic.level_views(chip)
+    analytic.clear_cache()
+    assert made == ["cores", "shared SRAM"]
