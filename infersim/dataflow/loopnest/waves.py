@@ -331,6 +331,13 @@ def _share(part: Any, whole: Any, xp: MathNamespace) -> Any:
     return xp.where(some, part / xp.where(some, whole, 1.0), 0.0)
 
 
+def _streamed(first: Any, w: Waves, xp: MathNamespace) -> Any:
+    """Cycles until the array has the first tile's last fold, its first load taking ``first``
+    (:func:`two_level_cycles`: the array starts on the first fold's data)."""
+    folds = xp.maximum(w.tile_folds, 1.0)
+    return xp.maximum(first / folds, first - w.tile_cycles * (folds - 1.0) / folds)
+
+
 def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_cycles: float,
                      xp: MathNamespace) -> tuple[Any, Any]:
     """(cycles, the code in :data:`BOUNDS` of what binds) of a two-level chip's op whose cores
@@ -364,14 +371,14 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
     pipeline, where compute or the latency-bound draw may hide the first load and the last
     store (added there, it made a faster level slow some ops down)."""
     latency = latency_cycles
-    read_share = _share(dram_bytes - dram_writes_bytes, w.sram_bytes - w.sram_writes, xp)
-    write_share = _share(dram_writes_bytes, w.sram_writes, xp)
-    dram_first_bytes = w.first_bytes * read_share
+    # (the shares and quotients below as temporaries: an array over many candidates lives no
+    # longer than its use, and the pricing's peak memory is what a cold point writes anew)
+    dram_first_bytes = w.first_bytes * _share(dram_bytes - dram_writes_bytes,
+                                              w.sram_bytes - w.sram_writes, xp)  # fmt: skip
     many = w.waves > 1.0
     dram_first_bw = xp.where(many, w.dram_full_bw, w.dram_tail_bw)
-    first_dram = dram_first_bytes / dram_first_bw
-    last_writes = w.last_bytes * write_share
-    first = xp.maximum(w.first_cycles, first_dram)
+    last_writes = w.last_bytes * _share(dram_writes_bytes, w.sram_writes, xp)
+    first = xp.maximum(w.first_cycles, dram_first_bytes / dram_first_bw)
     last = xp.maximum(w.last_cycles, last_writes / w.dram_tail_bw)
     busy = w.busy_cycles / w.waves  # one wave's compute
 
@@ -402,9 +409,7 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
                    - first_bytes / first_bw)  # fmt: skip
         return xp.maximum(piped, first + xp.maximum(between, 0.0) + last)
 
-    folds = xp.maximum(w.tile_folds, 1.0)
-    streamed = xp.maximum(first / folds, first - w.tile_cycles * (folds - 1.0) / folds)
-    array = streamed + w.busy_cycles + last
+    array = _streamed(first, w, xp) + w.busy_cycles + last
     sram = path(w.sram_bytes, w.first_bytes, w.last_bytes, w.sram_full, w.sram_tail,
                 w.sram_full_bw, w.sram_tail_bw, xp.where(many, w.sram_full_bw, w.sram_tail_bw))
     hidden = xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0)
