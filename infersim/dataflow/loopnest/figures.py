@@ -604,7 +604,6 @@ def _time(
     compute_cycles = xp.maximum(xp.ceil_div(dealt_cycles, 1.0) - 1, bound_cycles)
     full, tail = wave_rates(chip, 2.0 * load, iterations, xp, split)
     n_waves, per_wave, share = split[:3]
-    dram_cycles = dram_bytes * ((n_waves - 1.0) * per_wave / full + share / tail)
     busy = compute_cycles / chip.calibration.compute(prob.mac_class)
     levels = None
     if outer is None:
@@ -628,6 +627,9 @@ def _time(
                                                backing.dram_latency_cycles, xp)  # fmt: skip
     if chip.kernel_overhead_s > 0:  # one per chip: x + 0.0 would change no figure either
         total_cycles = total_cycles + launch_cycles(chip, kernels)
+    # DRAM's transfer alone, last: an array over many candidates that the time does not read,
+    # not alive through it (the pricing's peak memory is what a cold point writes anew)
+    dram_cycles = dram_bytes * ((n_waves - 1.0) * per_wave / full + share / tail)
     return {
         "kernels": kernels,
         "waves": waves,
