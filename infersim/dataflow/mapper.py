@@ -797,9 +797,7 @@ def _priced_groups(
         mine = [next(p for p in tiles[sig] if p[1] is tpl) for sig in sigs]
         sizes = [len(t["G"]) for _, _, t, _ in mine]
         prob = stacked([jobs[sig][0] for sig in sigs], sizes)
-        tile = {d: np.concatenate([t[d] for _, _, t, _ in mine]) for d in DIMS}
-        rf = {d: np.concatenate([r[d] for _, _, _, r in mine]) for d in tpl.rf_split}
-        group = _Group(prob, tpl, prepare(prob, tpl, chip, tile, rf, fed), tuple(sigs), sizes,
+        group = _Group(prob, tpl, _prepared(prob, tpl, chip, mine, fed), tuple(sigs), sizes,
                        plain)  # fmt: skip
         small = [sum(len(p[2]["G"]) for p in tiles[sig]) <= 2 * SEEDS for sig in sigs]
         priced = None
@@ -810,6 +808,15 @@ def _priced_groups(
             preps[(sig, name)] = (group, lo, lo + size, priced)
             lo += size
     return preps
+
+
+def _prepared(prob: Problem, tpl: Template, chip: Chip, parts: list[_Part], fed: bool) -> Prepared:
+    """:func:`prepare` of the candidates of ``parts`` one after another (a group of
+    :func:`_priced_groups`, its problem ``prob``): their tiles stacked for this call alone,
+    not alive while the group is priced."""
+    tile = {d: np.concatenate([t[d] for _, _, t, _ in parts]) for d in DIMS}
+    rf = {d: np.concatenate([r[d] for _, _, _, r in parts]) for d in tpl.rf_split}
+    return prepare(prob, tpl, chip, tile, rf, fed)
 
 
 def _batched_entry(
