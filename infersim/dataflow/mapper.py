@@ -73,6 +73,7 @@ from infersim.dataflow.loopnest.figures import (
     Timed,
     compulsory_bytes,
     dequantizes,
+    figure_at,
     lower_bound_cycles,
     multicast_of,
     one_of,
@@ -1404,7 +1405,7 @@ def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:
             _search_cache((sig, "traffic", geometry), lambda tiling=tiling: tiling)
             # what traffic_of computes of this tiling alone (the same operations)
             _TRAFFIC.put((sig, chip.key, "traffic-dram"), {
-                name: Access(float(reads[name][o, lo + j]), float(writes[name][o, lo + j]))
+                name: Access(figure_at(reads[name], o, lo + j), figure_at(writes[name], o, lo + j))
                 for name in OPERANDS
             })  # fmt: skip
     return len(todo)

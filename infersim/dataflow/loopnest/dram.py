@@ -75,7 +75,8 @@ class DramFigures(NamedTuple):
     reads: Figures
     """DRAM bytes read per operand."""
     writes: Figures
-    """DRAM bytes written per operand."""
+    """DRAM bytes written per operand (the float 0.0 for the input and the weight, which the
+    cores never write: no array of zeros over the candidates)."""
     iterations: Any
     """Work items the dealt loops give the cores (1.0 on one core)."""
     longest: Any
@@ -214,7 +215,8 @@ def dram_figures(
     """DRAM reads and writes per operand (bytes), the work items the dealt DRAM loops give the
     cores and the longest item's share (:class:`DramFigures`), with ``counts[d]`` SRAM tiles
     along each dim, for each of ``orders`` (outer to inner; all orders of the same dims). With
-    arrays, reads and writes have shape (orders, candidates); the other figures broadcast to it.
+    arrays, reads and writes have shape (orders, candidates) (but the input's and the weight's
+    writes, the float 0.0); the other figures broadcast to it.
 
     The outer loops are dealt to the cores as the module docstring says: whole, or in chunks
     for a reduction loop; a chunked reduction loop's partial sums are written once per chunk
@@ -271,7 +273,7 @@ def dram_figures(
             spill = total * (refetch - 1.0)
             reads[name], writes[name] = spill, spill + total * prob.output_write_scale
         else:
-            reads[name], writes[name] = total * refetch, xp.zeros_like(refetch)
+            reads[name], writes[name] = total * refetch, 0.0  # (not an array of zeros)
     if saved:
         first = saved["input"] >= saved["weight"]
         reads["input"] = reads["input"] - xp.where(first, saved["input"], 0.0)
