@@ -401,21 +401,28 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
         flight) and ``full_bw``, ``tail_bw`` (the bandwidth alone; ``first_bw``: the first
         load's, ``full_bw`` where there are several waves)."""
         per_full, per_last = nbytes * w.per_wave, nbytes * w.last_share
-        at_bw = shares(per_full, per_last, full_bw, tail_bw)
-        piped = xp.maximum(pipelined(busy, at_bw),
+        piped_bw, between = at_bandwidth(shares(per_full, per_last, full_bw, tail_bw),
+                                         last_bytes / tail_bw, first_bytes / first_bw)
+        piped = xp.maximum(piped_bw,
                            pipelined(busy, shares(per_full, per_last, full, tail)) - latency)
-        # the transfers alone: pipelined(0.0, at_bw), whose shares are never below 0
-        between = (full_waves * at_bw[0] + at_bw[1] - last_bytes / tail_bw
-                   - first_bytes / first_bw)  # fmt: skip
         return xp.maximum(piped, first + xp.maximum(between, 0.0) + last)
+
+    def at_bandwidth(at_bw: tuple[Any, Any], last_s: Any, first_s: Any) -> tuple[Any, Any]:
+        """A level's waves pipelined at its bandwidth alone (``at_bw``: its transfer in a full
+        and in the last wave), and its transfers between the first load and the last store
+        (``last_s``, ``first_s``: theirs at that bandwidth): the transfers alone are
+        pipelined(0.0, at_bw), whose shares are never below 0. (A function of its own:
+        ``at_bw`` is freed before the level's in-flight shares are made.)"""
+        return pipelined(busy, at_bw), full_waves * at_bw[0] + at_bw[1] - last_s - first_s
 
     array = _streamed(first, w, xp) + w.busy_cycles + last
     sram = path(w.sram_bytes, w.first_bytes, w.last_bytes, w.sram_full, w.sram_tail,
                 w.sram_full_bw, w.sram_tail_bw, xp.where(many, w.sram_full_bw, w.sram_tail_bw))
-    hidden = xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0)
-                        / w.dram_full_bw)  # fmt: skip
     dram = path(dram_bytes, dram_first_bytes, last_writes, w.dram_full, w.dram_tail,
-                w.dram_full_bw, w.dram_tail_bw, dram_first_bw) - hidden  # fmt: skip
+                w.dram_full_bw, w.dram_tail_bw, dram_first_bw)
+    # the latency of DRAM's last reads, hidden behind the earlier waves' writes
+    dram = dram - xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0)
+                             / w.dram_full_bw)  # fmt: skip
     cycles = xp.maximum(xp.maximum(array, sram), dram) + latency
     code = xp.where((array >= sram) & (array >= dram), 0.0, xp.where(sram >= dram, 1.0, 2.0))
     return cycles, code
