@@ -199,6 +199,15 @@ def _deal(
     return dealt, iterations, prod_skipping_ones(longest), xp.where(split, 2.0, 1.0)
 
 
+def _times(refetch: Any, one: Any, factor: Any) -> Any:
+    """``refetch`` x ``factor``, or ``factor`` itself where ``refetch`` is still ``one`` (the
+    ones a refetch count starts as) and ``factor`` has its shape: 1.0 x x is x exactly, and
+    no array of products by one is made."""
+    if refetch is one and getattr(factor, "shape", ()) == getattr(one, "shape", ()):
+        return factor
+    return refetch * factor
+
+
 def dram_traffic(
     prob: Problem, counts: Figures, orders: Orders, cores: int, xp: MathNamespace,
     multicast: int = 1, capacity_bytes: float | None = None,
@@ -258,14 +267,14 @@ def dram_figures(
                 term = iterates[e] if flag is True else flag & iterates[e]
                 reused = term if reused is False else reused | term
             if reused is not False:
-                refetch = refetch * xp.where(reused, counts[d], 1.0)
+                refetch = _times(refetch, one, xp.where(reused, counts[d], 1.0))
             if cores > 1:  # else the cores dealt d's iterations (or chunks) each fetch it
                 spread.append(dealt[d])
                 copies.append(dealt[d] if reused is False else xp.where(reused, 1.0, dealt[d]))
         total = (total_footprint(prob, name, counts) * prob.operand_bytes[name]
                  if footprints is None else footprints[name])  # fmt: skip
         if cores > 1:
-            refetch = refetch * xp.minimum(prod_skipping_ones(copies), cores_used)
+            refetch = _times(refetch, one, xp.minimum(prod_skipping_ones(copies), cores_used))
             if multicast > 1 and name != "output":  # f cores at once load the same tile
                 f = xp.minimum(prod_skipping_ones(spread), cores_used)
                 saved[name] = total * refetch * (1.0 - xp.maximum(f / multicast, 1.0) / f)
