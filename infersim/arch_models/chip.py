@@ -498,15 +498,15 @@ class Chip(Spec):
         memoized on them is made once per chip). They are the engines' own, derived from this
         chip's valid fields: the changed parts are copied with them, not validated again (a
         view is made on every cold point of a two-level chip; a test holds the views of every
-        preset to :meth:`with_`'s), but where they replace a mapping field.
+        preset to :meth:`with_`'s).
 
         Raises:
             ConfigError: as :meth:`with_`.
         """
         try:
-            made = _copied(self, _change_tree(changes))
+            made = _changed(self, _change_tree(changes), validate=False)
         except _UnchangedError:
-            made = self.with_(**changes)
+            made = self.with_(**changes)  # the error that names the path
         # the two names themselves, not their hash: a view is made on every cold point of a
         # two-level chip, and a hash there loads the digest's code for this alone
         made.__dict__["key"] = f"{self.key}/{role}"
@@ -551,38 +551,11 @@ def _change_tree(changes: dict[str, Any]) -> dict[Any, Any]:
     return tree
 
 
-def _copied(model: BaseModel, tree: dict[Any, Any]) -> Any:
-    """:func:`_changed` without validating the changed parts again (:meth:`Chip.view`): each
-    a copy with its new values, without the original's cached properties.
-
-    Raises:
-        _UnchangedError: a path through no part, a part replaced and changed at once, or a
-            change inside a mapping field (left to :func:`_changed`).
-    """
-    values = model.__dict__
-    fields = type(model).__pydantic_fields__
-    update: dict[str, Any] = {}
-    for name, sub in tree.items():
-        if name not in fields:
-            raise _UnchangedError(name)
-        if _LEAF in sub:
-            if len(sub) > 1:
-                raise _UnchangedError(name)
-            update[name] = sub[_LEAF]
-        elif isinstance(values[name], BaseModel):
-            update[name] = _copied(values[name], sub)
-        else:
-            raise _UnchangedError(name)
-    made = model.model_copy(update=update)
-    for name in values.keys() - fields.keys():  # cached on the original, of its own fields
-        del made.__dict__[name]
-    return made
-
-
-def _changed(model: BaseModel, tree: dict[Any, Any]) -> Any:
+def _changed(model: BaseModel, tree: dict[Any, Any], validate: bool = True) -> Any:
     """A copy of ``model`` with the changes ``tree`` (:func:`_change_tree`): a changed part
-    validated again from its fields, an unchanged one kept as it is (pydantic takes an instance
-    of the field's model without validating it again).
+    validated again from its fields (without ``validate``: copied with its new values, less
+    the original's cached properties, for :meth:`Chip.view`), an unchanged one kept as it is
+    (pydantic takes an instance of the field's model without validating it again).
 
     Raises:
         ValidationError: a new value outside its field's range.
@@ -590,22 +563,28 @@ def _changed(model: BaseModel, tree: dict[Any, Any]) -> Any:
     """
     values = model.__dict__  # a model's field values (and its cached properties)
     fields = {name: values[name] for name in type(model).__pydantic_fields__}
+    changed: dict[str, Any] = {}
     for name, sub in tree.items():
         if name not in fields:
             raise _UnchangedError(name)
         if _LEAF in sub:
             if len(sub) > 1:
                 raise _UnchangedError(name)
-            fields[name] = sub[_LEAF]
+            changed[name] = sub[_LEAF]
         elif isinstance(fields[name], BaseModel):
-            fields[name] = _changed(fields[name], sub)
+            changed[name] = _changed(fields[name], sub, validate)
         elif name in _MAPPING_FIELDS and isinstance(fields[name], dict):
             entries = dict(fields[name])
             for key, leaf in sub.items():
                 if len(leaf) != 1 or _LEAF not in leaf:
                     raise _UnchangedError(name)
                 entries[key] = leaf[_LEAF]
-            fields[name] = entries
+            changed[name] = entries
         else:
             raise _UnchangedError(name)
-    return type(model).model_validate(fields)
+    if validate:
+        return type(model).model_validate({**fields, **changed})
+    made = model.model_copy(update=changed)
+    for name in values.keys() - fields.keys():  # cached on the original, of its own fields
+        del made.__dict__[name]
+    return made
