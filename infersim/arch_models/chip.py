@@ -562,7 +562,7 @@ def _changed(model: BaseModel, tree: dict[Any, Any], validate: bool = True) -> A
         _UnchangedError: a path through no part, or a part replaced and changed at once.
     """
     values = model.__dict__  # a model's field values (and its cached properties)
-    fields = {name: values[name] for name in type(model).__pydantic_fields__}
+    fields = type(model).__pydantic_fields__
     changed: dict[str, Any] = {}
     for name, sub in tree.items():
         if name not in fields:
@@ -571,10 +571,10 @@ def _changed(model: BaseModel, tree: dict[Any, Any], validate: bool = True) -> A
             if len(sub) > 1:
                 raise _UnchangedError(name)
             changed[name] = sub[_LEAF]
-        elif isinstance(fields[name], BaseModel):
-            changed[name] = _changed(fields[name], sub, validate)
-        elif name in _MAPPING_FIELDS and isinstance(fields[name], dict):
-            entries = dict(fields[name])
+        elif isinstance(values[name], BaseModel):
+            changed[name] = _changed(values[name], sub, validate)
+        elif name in _MAPPING_FIELDS and isinstance(values[name], dict):
+            entries = dict(values[name])
             for key, leaf in sub.items():
                 if len(leaf) != 1 or _LEAF not in leaf:
                     raise _UnchangedError(name)
@@ -583,7 +583,7 @@ def _changed(model: BaseModel, tree: dict[Any, Any], validate: bool = True) -> A
         else:
             raise _UnchangedError(name)
     if validate:
-        return type(model).model_validate({**fields, **changed})
+        return type(model).model_validate({**{name: values[name] for name in fields}, **changed})
     made = model.model_copy(update=changed)
     for name in values.keys() - fields.keys():  # cached on the original, of its own fields
         del made.__dict__[name]
