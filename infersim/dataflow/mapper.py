@@ -651,15 +651,17 @@ def _search_latency(
 def _fastest(
     prob: Problem, chip: Chip, top_k: int, parts: list[_Part], starts: list[int], kept: Any,
     seconds: Arr, backing: Backing | None, priced: Callable[[int, int, int], Timed],
+    first: int | None = None,
 ) -> list[tuple[float, int, Mapping]]:
     """The ``top_k`` fastest of the candidates ``kept`` (ascending indices into the
     templates' ``parts`` one after another, part p's from ``starts[p]``) whose total cycles
     per order over the clock are ``seconds``, shape (orders, kept), as
     :func:`_search_latency` gives them; ``priced(p, o, j)``: the DRAM and time figures of the
-    j-th kept candidate (of part p) in the o-th order."""
+    j-th kept candidate (of part p) in the o-th order; ``first``: :func:`_first_fastest` of
+    ``seconds`` (one template, ``top_k`` 1) where the caller has it."""
     if len(parts) == 1:  # one template: its own order-major index is the flat one (kept ascend)
         if top_k == 1:  # the first of the fastest, order-major, as a stable sort ranks it
-            order: Any = [_first_fastest(seconds)]
+            order: Any = [_first_fastest(seconds) if first is None else first]
         else:
             order = seconds.reshape(-1).argsort(kind="stable")[:top_k]
     else:  # by time, then template rank, then the template's own order-major index
@@ -680,8 +682,9 @@ def _fastest(
         p = bisect.bisect_right(starts, k) - 1  # the part candidate k comes from
         rank, tpl, tile, rf = parts[p]
         i = k - starts[p]
-        chosen = {d: int(tile[d][i]) for d in DIMS}  # a candidate: within the op's dims
-        factors = {d: min(int(rf[d][i]), chosen[d]) for d in tpl.rf_split}
+        # a candidate: within the op's dims (.item: the float itself, no numpy scalar)
+        chosen = {d: int(tile[d].item(i)) for d in DIMS}
+        factors = {d: min(int(rf[d].item(i)), chosen[d]) for d in tpl.rf_split}
         mapping = picked_mapping(prob, tpl, chip, chosen, ORDERS[oi], factors, backing,
                                  priced(p, oi, j))  # fmt: skip
         out.append((mapping.time_s, rank, mapping))
@@ -743,10 +746,12 @@ class _Group(NamedTuple):
     """Whether they are timed without a DRAM level behind (no backings)."""
 
 
-_Priced = tuple[PickedRows, Arr]
+_Priced = tuple[PickedRows, Arr, dict[int, int]]
 """Of the candidates of a group: the figures of each op's one candidate that its search may
 pick (:func:`_first_fastest` of its candidates there; each op of the group reads its pick
-from them), and every candidate's total cycles over the clock, shape (orders, candidates)."""
+from them), every candidate's total cycles over the clock, shape (orders, candidates), and
+per op (by its first candidate's column) that pick's index among its own candidates,
+order-major."""
 
 
 _Batched = tuple[list["_Part"], list[tuple[_Group, int, int]], list[int]]
@@ -762,12 +767,14 @@ def _priced_group(group: _Group, chip: Chip, backings: list[Backing | None]) -> 
     timed = timed_at(group.prob, group.tpl, chip, group.prep, ORDERS, slice(None), backing)
     seconds = timed.time["total_cycles"] / chip.freq_hz
     picks = []
+    firsts = {}
     lo = 0
     for size in group.sizes:  # each op's candidates of this template: a part of its search
-        o, j = divmod(_first_fastest(seconds[:, lo:lo + size]), size)
+        firsts[lo] = first = _first_fastest(seconds[:, lo:lo + size])
+        o, j = divmod(first, size)
         picks.append((o, lo + j))
         lo += size
-    return picked_rows(timed, picks), seconds
+    return picked_rows(timed, picks), seconds, firsts
 
 
 def _first_fastest(seconds: Arr) -> int:
@@ -835,11 +842,15 @@ def _fastest_priced(
 ) -> list[tuple[float, int, Mapping]]:
     """The fastest mapping of an op of :func:`search_many` whose every candidate was priced
     in its groups (``priced``: per part, its group's pricing and the op's candidates there)."""
-    per_part = [seconds[:, lo:hi] for (_, seconds), lo, hi in priced]
+    per_part = [seconds[:, lo:hi] for (_, seconds, _), lo, hi in priced]
     at = per_part[0] if len(per_part) == 1 else np.concatenate(per_part, axis=1)
-    timed = [(t, lo, hi) for (t, _), lo, hi in priced]
+    timed = [(t, lo, hi) for (t, _, _), lo, hi in priced]
+    first = None
+    if len(priced) == 1:  # one template: the pick its group kept (that ranking, not made again)
+        (_, _, firsts), lo, _ = priced[0]
+        first = firsts[lo]
     return _fastest(prob, chip, 1, parts, starts, range(starts[-1]), at, backing,
-                    functools.partial(_priced_in, timed, starts))  # fmt: skip
+                    functools.partial(_priced_in, timed, starts), first)  # fmt: skip
 
 
 def _priced_in(
@@ -1121,9 +1132,8 @@ def _refetch_free(prob: Problem, chip: Chip) -> dict[str, Access] | None:
     order: each operand's footprint once, the output's written at its epilogue scale, what
     :func:`~infersim.dataflow.loopnest.dram.dram_figures` computes where no loop iterates on
     one core (x × 1.0 and 0.0 + x are x exactly)."""
-    dims = prob.dims
-    if chip.cores != 1 or any(not isinstance(dims[d], int) or dims[d] != 1
-                              for d in ("G", "N", "Q", "R", "S")):  # fmt: skip
+    dims = prob.dims  # (an op's own problem: whole numbers, not a stacked one's arrays)
+    if chip.cores != 1 or (dims["G"], dims["N"], dims["Q"], dims["R"], dims["S"]) != (1,) * 5:
         return None
     # Each cut keeps one operand whole (K: the input, C: the output, P: the weight): where
     # every such operand alone overflows a buffer (with a margin no rounding reaches), no cut
