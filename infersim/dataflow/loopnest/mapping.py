@@ -244,7 +244,7 @@ def mapping_of(
     if isinstance(fig["total_cycles"], np.ndarray):  # one candidate's floats of the arrays
         fig = _one_candidate(fig, o, i)
     spatial, fold_dims = _loops_of(tpl)
-    counts = {d: -(-prob.dims[d] // tile[d]) for d in DIMS}
+    dims = prob.dims
     part = {d: -(-tile[d] // rf_full[d]) if d in rf_full else tile[d] for d in spatial}
     fold_loops = {d: -(-tile[d] // rf_full[d]) if d in rf_full else tile[d] for d in fold_dims}
     total_cycles = float(fig["total_cycles"])
@@ -254,16 +254,16 @@ def mapping_of(
         "template": tpl,
         "tiling": _made(Tiling, {"tile": {d: tile[d] for d in TILEABLE}, "order": order,
                                  "rf": rf_full}),
-        "dims": dict(prob.dims),
+        "dims": dict(dims),
         "mac_class": prob.mac_class,
         "macs": prob.macs,
-        "dram_loops": tuple((d, counts[d]) for d in order if counts[d] > 1),
+        "dram_loops": tuple((d, n) for d in order if (n := -(-dims[d] // tile[d])) > 1),
         "sram_tile": dict(tile),
         "fold_loops": fold_loops,
         "spatial_rows": tpl.rows,
         "spatial_cols": tpl.cols,
-        "rows_extent": math.prod(part[d] for d in tpl.rows),
-        "cols_extent": math.prod(part[d] for d in tpl.cols),
+        "rows_extent": math.prod(map(part.__getitem__, tpl.rows)),
+        "cols_extent": math.prod(map(part.__getitem__, tpl.cols)),
         "pe_loops": tuple((d, rf_full.get(d, tile[d])) for d in tpl.stream),
         "tiles": round(fig["tiles"]),
         "cores_used": round(fig["cores_used"]),

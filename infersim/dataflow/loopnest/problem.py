@@ -46,12 +46,6 @@ DEPENDS: dict[str, frozenset[str]] = {
 }
 """The dims each operand's index depends on."""
 
-_AXIS_PAIRS: dict[str, tuple[tuple[str, str | None], ...]] = {
-    name: tuple((axis[0], axis[1] if len(axis) == 2 else None) for axis in axes)
-    for name, axes in AXES.items()
-}
-""":data:`AXES` as (dim, window dim or None) pairs."""
-
 _AXIS_DIMS: dict[str, tuple[str, ...]] = {
     name: tuple(axis[0] for axis in axes) for name, axes in AXES.items()
 }
@@ -260,15 +254,19 @@ def footprint(operand: str, ext: dict[str, Any], stride: int, window: bool) -> A
     A window axis spans ``(P − 1)·stride + R`` rows when ``window`` (the ifmap region) and
     ``P·R`` otherwise (the im2col matrix). Works on numbers and on numpy arrays alike.
     """
-    total: Any = 1.0
     get = ext.get
-    for outer, inner in _AXIS_PAIRS[operand]:
-        if inner is None:
-            total = total * get(outer, 1)
-        else:
-            o, i = get(outer, 1), get(inner, 1)
-            total = total * ((o - 1) * stride + i if window else o * i)
-    return total
+    if operand != "input":  # no window axis: 1.0 times each dim's extent, left to right
+        return math.prod(map(get, _AXIS_DIMS[operand], _ONES), start=1.0)
+    g, n, c, p, r, q, s = map(get, _INPUT_DIMS, _ONES)
+    if window:
+        return 1.0 * g * n * c * ((p - 1) * stride + r) * ((q - 1) * stride + s)
+    return 1.0 * g * n * c * (p * r) * (q * s)
+
+
+_INPUT_DIMS = ("G", "N", "C", "P", "R", "Q", "S")
+"""The dims of the input's axes (:data:`AXES`), in order."""
+_ONES = (1,) * len(_INPUT_DIMS)
+"""An extent of 1 for each dim :func:`footprint` reads (its default)."""
 
 
 def tile_bytes(prob: Problem, name: str, tile: dict[str, Any], xp: MathNamespace) -> Any:
