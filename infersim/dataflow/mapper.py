@@ -334,7 +334,7 @@ def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]
     tile = {d: np.full(len(grid), float(prob.dims[d])) for d in DIMS}
     rf = {d: grid[:, i] for i, d in enumerate(tpl.rf_split)}
     ok = rf_need(prob, tpl, tile, rf, NP) <= chip.register_file.bytes_per_pe + 1e-9
-    if not ok.any():
+    if not np.count_nonzero(ok):
         return []
     # The RF need grows with every factor, so the fitting factors are closed downward: one is
     # dominated by another that fits exactly when one step up some axis still fits.

@@ -9,6 +9,11 @@ computed with :data:`PY` equals bit for bit the element :data:`NP` computes.
 Besides elementwise operations, a namespace knows how to evaluate a rule over several rows or
 classes of each candidate (the cut dims of a tile; its full and remainder tiles or folds): numpy
 stacks them into one call, floats loop.
+
+A search's tests of "on every candidate" and "on some candidate" count elements
+(``np.count_nonzero``, one C call) instead of reducing them (``ndarray.all`` and ``any`` run
+numpy's reduction machinery behind a Python wrapper): a cold design point then never runs that
+code, whose instructions would be fetched for a handful of calls.
 """
 
 from __future__ import annotations
@@ -111,20 +116,24 @@ class NumpyMath:
     def equal_each(values: Sequence[Any], targets: Sequence[Any]) -> list[bool]:
         """Per value, whether it equals its target (a number, or one per candidate) on every
         candidate."""
-        if any(isinstance(t, np.ndarray) for t in targets):  # .all(): np.all dispatches slower
-            return [bool(np.equal(v, t).all()) for v, t in zip(values, targets, strict=True)]
+        if any(isinstance(t, np.ndarray) for t in targets):
+            # no element differs: counted, not reduced (.all() is a ufunc reduction behind a
+            # Python wrapper; count_nonzero is one C call: see the module docstring)
+            return [not np.count_nonzero(np.not_equal(v, t))
+                    for v, t in zip(values, targets, strict=True)]  # fmt: skip
         equal = np.array(values) == np.array(targets, dtype=np.float64)[:, None]
         return cast("list[bool]", equal.all(axis=1).tolist())
 
     @staticmethod
     def any_each(values: Sequence[Any]) -> list[bool]:
         """Per value, whether it holds on some candidate."""
-        return cast("list[bool]", np.array(values).any(axis=1).tolist()) if values else []
+        return [bool(np.count_nonzero(v)) for v in values]
 
     @staticmethod
     def max_each(values: Sequence[Any]) -> list[float]:
-        """Per value, its largest element."""
-        return cast("list[float]", np.array(values).max(axis=1).tolist()) if values else []
+        """Per value, its largest element (the first NaN where it has one, as ``max`` gives
+        NaN: read at ``argmax``, which stops there)."""
+        return [float(v.item(v.argmax())) for v in values]
 
     @staticmethod
     def batch(

@@ -326,7 +326,8 @@ def waves_of(
 def _share(part: Any, whole: Any, xp: MathNamespace) -> Any:
     """``part`` / ``whole``, 0 where ``whole`` is not positive."""
     some = whole > 0
-    if some is True or (isinstance(some, np.ndarray) and some.all()):  # the quotient itself
+    if some is True or (isinstance(some, np.ndarray)
+                        and np.count_nonzero(some) == some.size):  # the quotient itself
         return part / whole
     return xp.where(some, part / xp.where(some, whole, 1.0), 0.0)
 
