@@ -132,7 +132,8 @@ class NumpyMath:
     @staticmethod
     def max_each(values: Sequence[Any]) -> list[float]:
         """Per value, its largest element (the first NaN where it has one, as ``max`` gives
-        NaN: read at ``argmax``, which stops there)."""
+        NaN: read at ``argmax``, which stops there; of equal zeros, the first, whose sign
+        ``max`` may not keep: the callers compare the maxima with 1.5)."""
         return [float(v.item(v.argmax())) for v in values]
 
     @staticmethod
