@@ -10,10 +10,11 @@ Besides elementwise operations, a namespace knows how to evaluate a rule over se
 classes of each candidate (the cut dims of a tile; its full and remainder tiles or folds): numpy
 stacks them into one call, floats loop.
 
-A search's tests of "on every candidate" and "on some candidate" count elements
+A batched search's tests of "on every candidate" and "on some candidate" count elements
 (``np.count_nonzero``, one C call) instead of reducing them (``ndarray.all`` and ``any`` run
-numpy's reduction machinery behind a Python wrapper): a cold design point then never runs that
-code, whose instructions would be fetched for a handful of calls.
+numpy's reduction machinery behind a Python wrapper): a cold point of a model's step then never
+runs that code, whose instructions would be fetched for a handful of calls (one op's own search,
+whose extents are numbers, still reduces its stacked comparison in one call).
 """
 
 from __future__ import annotations
