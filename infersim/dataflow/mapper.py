@@ -61,6 +61,7 @@ from infersim.dataflow.loopnest import (
     Tiling,
     build_mapping,
     evaluate_orders,
+    made,
     picked_mapping,
     problem_of,
     rf_need,
@@ -1271,14 +1272,16 @@ def _line_picked(
     :func:`~infersim.dataflow.loopnest.dram.dram_figures` computes them (``once``: the bytes
     of each tensor and the final output write, :func:`_plain_gemm`; ``more``: each loop's
     count less one, in :data:`_LINE_DIMS` order)."""
+    outer, middle, inner = _LINE_ORDERS[o]
     refetch = [1.0, 1.0, 1.0]
-    for at, inner in _LINE_INNER[o]:
-        if any(more[e] > 0.5 for e in inner):  # a loop inner to it iterates
-            refetch[at] = more[at] + 1.0
+    if more[middle] > 0.5 or more[inner] > 0.5:  # a loop inner to the outer one iterates
+        refetch[outer] = more[outer] + 1.0
+    if more[inner] > 0.5:  # the innermost loop iterates
+        refetch[middle] = more[middle] + 1.0
     ti, tw, to, final = once
     spill = to * (refetch[1] - 1.0)
-    tile = {**dict.fromkeys(DIMS, 1), "K": int(tk), "C": int(tc), "P": int(tp)}
-    tiling = Tiling(tile=tile, order=ORDERS[o])
+    tile = dict(_LINE_TILE, K=int(tk), C=int(tc), P=int(tp))
+    tiling = made(Tiling, {"tile": tile, "order": ORDERS[o], "rf": {}})
     return tiling, {
         "input": Access(ti * refetch[0], 0.0),
         "weight": Access(tw * refetch[2], 0.0),
@@ -1288,17 +1291,17 @@ def _line_picked(
 
 _LINE_DIMS = ("K", "C", "P")
 """The loops of a plain GEMM (:func:`_plain_gemm`)."""
-_LINE_INNER = tuple(
-    tuple((d, tuple(loops[at + 1:])) for at, d in enumerate(loops[:-1]))
+_LINE_ORDERS: tuple[tuple[int, int, int], ...] = tuple(
+    (loops[0], loops[1], loops[2])
     for loops in ([_LINE_DIMS.index(d) for d in order if d in _LINE_DIMS] for order in ORDERS)
 )
-"""Per order of :data:`ORDERS`: each loop of :data:`_LINE_DIMS` with loops inner to it (as
-indices), and those."""
-_LINE_LOOPS = np.array([[_LINE_DIMS.index(d) for d in order if d in _LINE_DIMS]
-                        for order in ORDERS], dtype=np.intp).T  # fmt: skip
-"""Per order of :data:`ORDERS` (columns): its outer, middle and innermost loop of
-:data:`_LINE_DIMS` (rows), as indices."""
+"""Per order of :data:`ORDERS`: its outer, middle and innermost loop of :data:`_LINE_DIMS`,
+as indices."""
+_LINE_LOOPS = np.array(_LINE_ORDERS, dtype=np.intp).T
+""":data:`_LINE_ORDERS` as an array: per order (columns), its three loops (rows)."""
 _OUTER, _MIDDLE, _INNERMOST = _LINE_LOOPS[0], _LINE_LOOPS[1], _LINE_LOOPS[2]
+_LINE_TILE = dict.fromkeys(DIMS, 1)
+"""The SRAM tile of a plain GEMM's line before its K, C and P extents: 1 along every dim."""
 
 
 _PAD = 2.0**60

@@ -70,6 +70,7 @@ from infersim.dataflow.loopnest.mapping import (
     Mapping,
     analyze,
     build_mapping,
+    made,
     mapping_of,
     picked_mapping,
 )
@@ -120,6 +121,7 @@ __all__ = [
     "evaluate_orders",
     "figures_of",
     "footprint",
+    "made",
     "mapping_of",
     "nest_of",
     "picked_mapping",

@@ -227,7 +227,7 @@ def picked_mapping(
         fig = figures_of(nest, floats, (order,), factors, PY, backing)
     else:
         fig = picked_figures(nest, floats, factors, timed)
-    full = _made(Tiling, {"tile": tile, "order": order, "rf": rf})
+    full = made(Tiling, {"tile": tile, "order": order, "rf": rf})
     return mapping_of(prob, tpl, chip, full, fig, 0, 0)
 
 
@@ -249,10 +249,10 @@ def mapping_of(
     fold_loops = {d: -(-tile[d] // rf_full[d]) if d in rf_full else tile[d] for d in fold_dims}
     total_cycles = float(fig["total_cycles"])
     levels = fig["levels"]
-    return _made(Mapping, {
+    return made(Mapping, {
         "dataflow": tpl.name,
         "template": tpl,
-        "tiling": _made(Tiling, {"tile": {d: tile[d] for d in TILEABLE}, "order": order,
+        "tiling": made(Tiling, {"tile": {d: tile[d] for d in TILEABLE}, "order": order,
                                  "rf": rf_full}),
         "dims": dict(dims),
         "mac_class": prob.mac_class,
@@ -318,12 +318,12 @@ def _loops_of(tpl: Template) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return spatial, folds
 
 
-def _made(cls: type[_T], values: dict[str, Any]) -> _T:
+def made(cls: type[_T], values: dict[str, Any]) -> _T:
     """``cls(**values)`` for a frozen dataclass without ``__post_init__`` or slots, given every
     field: its fields set in one update of the instance's ``__dict__``, where a frozen
     dataclass's ``__init__`` calls ``object.__setattr__`` once per field (37 for a
     :class:`Mapping`, 5 µs of each search's pick; a test holds :func:`mapping_of` to every
     field)."""
-    made = object.__new__(cls)
-    made.__dict__.update(values)
-    return made
+    obj = object.__new__(cls)
+    obj.__dict__.update(values)
+    return obj
