@@ -419,16 +419,26 @@ def picked_rows(timed: Timed, picks: Sequence[tuple[int, int]]) -> PickedRows:
     group of 167 candidates in 6 orders has 38 figures: its picks' floats are a few hundred
     bytes where the whole table was 300 KB, written on every cold point."""
     figures, layout = _flattened(timed)
-    cands = np.array([i for _, i in picks], dtype=np.intp)
-    flat = np.array([o for o, _ in picks], dtype=np.intp) * int(np.shape(
-        timed.time["total_cycles"])[-1]) + cands  # each pick's index in a figure's C order
-    values = np.empty((len(figures), len(picks)))
+    size = int(np.shape(timed.time["total_cycles"])[-1])
+    fixed: list[float] = []  # the figures one number on every candidate, as floats
+    by_order: list[tuple[int, Any]] = []  # (position, its item reader) of (orders, candidates)
+    by_candidate: list[tuple[int, Any]] = []  # ... of the figures over candidates alone
     for k, v in enumerate(figures):
         if isinstance(v, np.ndarray) and v.ndim:
-            values[k] = v.take(flat if v.ndim == 2 else cands)
+            fixed.append(0.0)
+            (by_order if v.ndim == 2 else by_candidate).append((k, v.item))
         else:
-            values[k] = v
-    return PickedRows(dict(zip(picks, values.T.tolist(), strict=True)), layout)
+            fixed.append(float(v))
+    rows = {}
+    for o, i in picks:  # each figure read as a Python float (.item of float64) at the pick
+        row = fixed.copy()
+        at = o * size + i  # the pick's index in a figure's C order
+        for k, item in by_order:
+            row[k] = item(at)
+        for k, item in by_candidate:
+            row[k] = item(i)
+        rows[(o, i)] = row
+    return PickedRows(rows, layout)
 
 
 def picked_row(rows: PickedRows, o: int, i: int) -> Timed:
