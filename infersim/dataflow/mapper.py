@@ -85,7 +85,7 @@ from infersim.dataflow.loopnest.figures import (
     timed_at,
 )
 from infersim.dataflow.loopnest.folds import clear_tile_folds
-from infersim.dataflow.loopnest.numerics import NumpyMath, prod_skipping_ones
+from infersim.dataflow.loopnest.numerics import NumpyMath, filled, prod_skipping_ones
 from infersim.dataflow.loopnest.problem import (
     clear_problems,
     stack_key,
@@ -323,7 +323,7 @@ def _uncovered(fits: Any, step: int, axes: int | None = None) -> tuple[npt.NDArr
             flat_kept[:-inner] &= flat_free[inner:]
         if edge is not None:
             edge[...] = before
-    return np.nonzero(kept)
+    return kept.nonzero()
 
 
 def _rf_options(prob: Problem, tpl: Template, chip: Chip) -> list[dict[str, int]]:
@@ -539,7 +539,7 @@ def _fitting(
     if maximal:  # the ladders descend: one step up is one index down
         index = _uncovered(ok, step=-1, axes=len(live) - (live[-1] == len(_CUT)))
     else:
-        index = np.nonzero(ok)
+        index = ok.nonzero()
     repeated: dict[float, Arr] = {}  # one column of each value of the dims of one value
     picked: dict[str, Arr] = {}
     for key in (*DIMS, *keys[len(_CUT):]):
@@ -549,7 +549,7 @@ def _fitting(
             continue
         value = figures[key] if key in figures else tile[key]
         if value not in repeated:
-            repeated[value] = np.full(len(index[0]), value)
+            repeated[value] = filled(len(index[0]), value)
         picked[key] = repeated[value]
     return {d: picked[d] for d in DIMS}, {d: picked["rf" + d] for d in split}
 
@@ -1356,7 +1356,7 @@ def _kept_lines(
     up = np.zeros((len(probs), fit.shape[1] + 1, fit.shape[2] + 1), dtype=fit.dtype)
     up[:, 1:, 1:] = fit
     keep = (fit > up[:, :-1, 1:]) & (fit > up[:, 1:, :-1])
-    op, ik, ic = np.nonzero(keep)
+    op, ik, ic = keep.nonzero()
     lines = np.concatenate([by_k[:, op, ik], by_c[:, op, ic], rows[:, fit[op, ik, ic] - 1]])
     return lines, op, np.bincount(op, minlength=len(probs)).tolist()
 

@@ -83,6 +83,23 @@ class MathNamespace(Protocol):
     ) -> Figures: ...
 
 
+def filled(shape: int | tuple[int, ...], value: float) -> Arr:
+    """``np.full(shape, value)`` of a float ``value``: an empty float64 array filled in
+    place (the same array, without ``np.full``'s Python wrapper, whose code a cold point
+    runs for a handful of calls)."""
+    out = np.empty(shape)
+    out.fill(value)
+    return out
+
+
+def _full_like(x: Any, value: float) -> Any:
+    """``np.full_like(x, value)``: an empty array like ``x`` filled in place (see
+    :func:`filled`)."""
+    out = np.empty_like(x)
+    out.fill(value)
+    return out
+
+
 def _ceil_div(a: Any, b: Any) -> Any:
     return np.ceil(a / b - 1e-9)
 
@@ -106,12 +123,12 @@ class NumpyMath:
     floor = staticmethod(np.floor)
     ceil_div = staticmethod(_ceil_div)
     zeros_like = staticmethod(np.zeros_like)
-    full_like = staticmethod(np.full_like)
+    full_like = staticmethod(_full_like)
 
     @staticmethod
     def ones(n_orders: int, like: Arr) -> Arr:
         """1.0 per loop order and candidate: shape (orders, candidates)."""
-        return np.ones((n_orders, len(like)))
+        return filled((n_orders, len(like)), 1.0)
 
     @staticmethod
     def equal_each(values: Sequence[Any], targets: Sequence[Any]) -> list[bool]:
@@ -178,7 +195,7 @@ class NumpyMath:
         if len(classes) == 1:  # nothing to stack
             inputs, weight = classes[0]
             if weight is None:
-                weight = np.ones(_size([*inputs.values(), *every]))
+                weight = filled(_size([*inputs.values(), *every]), 1.0)
             return {key: weight * value for key, value in fn(inputs, *shared).items()}
         size = _size([w for _, w in classes] + [*classes[0][0].values(), *every])
         masked = len(classes) * size > DENSE_MAX
@@ -187,7 +204,7 @@ class NumpyMath:
         varying: dict[str, list[Arr]] = {key: [] for key in classes[0][0]}
         start = 0
         for inputs, weight in classes:
-            w = np.ones(size) if weight is None else _column(weight, size)
+            w = filled(size, 1.0) if weight is None else _column(weight, size)
             idx = None
             if masked and weight is not None:
                 present = w > 0.5
