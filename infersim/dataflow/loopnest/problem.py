@@ -188,10 +188,12 @@ def stacked(probs: Sequence[Problem], sizes: Sequence[int]) -> Problem:
     if len(keys) != 1:
         raise ValueError(f"stacked problems must share {stack_key.__doc__}: got {keys}")
 
+    counts = np.array(sizes, dtype=np.intp)  # (converted once, not by each repeat)
+
     def column(values: list[float]) -> Any:  # one value on every candidate: one float
         if values.count(values[0]) == len(values):  # (no generator's frame)
             return float(values[0])
-        return np.array(values, dtype=np.float64).repeat(sizes)
+        return np.array(values, dtype=np.float64).repeat(counts)
 
     first = probs[0]
     dims: dict[str, Any] = {

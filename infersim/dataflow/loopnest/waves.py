@@ -221,8 +221,10 @@ def stacked_backing(backings: list[Backing], sizes: list[int]) -> Backing:
     if len(rates) != 1:
         raise ValueError(f"stacked backings must share their DRAM rates: got {rates}")
 
+    counts = np.array(sizes, dtype=np.intp)  # (converted once, not by each repeat)
+
     def column(values: list[float]) -> Any:
-        return np.array(values, dtype=np.float64).repeat(sizes)
+        return np.array(values, dtype=np.float64).repeat(counts)
 
     return Backing(
         dram_bytes=column([b.dram_bytes for b in backings]),
