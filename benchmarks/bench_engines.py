@@ -62,8 +62,11 @@ REPEATS = 10
 """Runs of a whole-model point in a row, per pass (a point costs milliseconds: the best is the
 quiet one)."""
 PASSES = 3
-"""Passes over the whole-model table: this shared VM slows by 25-50% for seconds at a time, a
-spell that can cover every run of a point in one pass, seldom in three."""
+"""Passes over the whole-model table, back to back (a pass takes about half a second): a busy
+spell of this shared VM shorter than that misses a pass. A loaded phase lasts minutes and covers
+all three; passes 10 s apart did not change the largest ratio of a run on average (4.73x
+against 4.72x over 139 runs alternated for 26 minutes, above 5x in 6 runs against 10), so the
+passes stay back to back and the README gives the spread of the ratio over many runs."""
 CLI_REPEATS = 9
 """Runs of each command of the CLI start figure."""
 SERVE_REPEATS = 3
@@ -100,7 +103,7 @@ def whole_model() -> None:
               for chip_name, chip in (("h100-sxm", h100), ("h100 L2/2", variant))]
     models = {name: load_model(name) for name in ("llama-3-8b", "llama-3-70b")}
     times: dict[tuple[int, str, bool], list[float]] = {}
-    for _ in range(PASSES):  # the table again: a busy spell of the machine misses a pass
+    for _ in range(PASSES):  # the table again: a spell shorter than a pass misses one
         for at, (model_name, _, scenario, _, chip) in enumerate(points):
             for _ in range(REPEATS):  # a point's runs in a row
                 for engine in ("roofline", "analytic"):
