@@ -379,7 +379,17 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
     dram_first_bytes = w.first_bytes * _share(dram_bytes - dram_writes_bytes,
                                               w.sram_bytes - w.sram_writes, xp)  # fmt: skip
     many = w.waves > 1.0
-    dram_first_bw = xp.where(many, w.dram_full_bw, w.dram_tail_bw)
+
+    def first_rate(full_bw: Any, tail_bw: Any) -> Any:
+        """The first load's rate at a level's bandwidth alone: ``full_bw`` where there are
+        several waves, else ``tail_bw`` (one number where both are that number, as they are
+        where the level's port does not bound the last wave)."""
+        if not isinstance(full_bw, np.ndarray) and not isinstance(tail_bw, np.ndarray) \
+                and full_bw == tail_bw:
+            return full_bw
+        return xp.where(many, full_bw, tail_bw)
+
+    dram_first_bw = first_rate(w.dram_full_bw, w.dram_tail_bw)
     last_writes = w.last_bytes * _share(dram_writes_bytes, w.sram_writes, xp)
     first = xp.maximum(w.first_cycles, dram_first_bytes / dram_first_bw)
     last = xp.maximum(w.last_cycles, last_writes / w.dram_tail_bw)
@@ -391,8 +401,8 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
         """A level's transfer of its share of some bytes in a full wave and in the last
         (``per_full``, ``per_last``: the bytes times the full wave's and the last wave's share of
         the items), at the rates ``full`` and ``tail`` (see :func:`waves_cycles`): never below
-        0."""
-        return xp.maximum(0.0, per_full / full), xp.maximum(0.0, per_last / tail)
+        0, as bytes, shares and rates are not."""
+        return per_full / full, per_last / tail
 
     def pipelined(compute: Any, transfer: tuple[Any, Any]) -> Any:
         """:func:`waves_cycles` of one wave's ``compute`` and a level's ``transfer``."""
@@ -420,12 +430,13 @@ def two_level_cycles(w: Waves, dram_bytes: Any, dram_writes_bytes: Any, latency_
 
     array = _streamed(first, w, xp) + w.busy_cycles + last
     sram = path(w.sram_bytes, w.first_bytes, w.last_bytes, w.sram_full, w.sram_tail,
-                w.sram_full_bw, w.sram_tail_bw, xp.where(many, w.sram_full_bw, w.sram_tail_bw))
+                w.sram_full_bw, w.sram_tail_bw, first_rate(w.sram_full_bw, w.sram_tail_bw))
     dram = path(dram_bytes, dram_first_bytes, last_writes, w.dram_full, w.dram_tail,
                 w.dram_full_bw, w.dram_tail_bw, dram_first_bw)
     # the latency of DRAM's last reads, hidden behind the earlier waves' writes
     dram = dram - xp.minimum(latency, xp.maximum(dram_writes_bytes - last_writes, 0.0)
                              / w.dram_full_bw)  # fmt: skip
-    cycles = xp.maximum(xp.maximum(array, sram), dram) + latency
-    code = xp.where((array >= sram) & (array >= dram), 0.0, xp.where(sram >= dram, 1.0, 2.0))
+    level = xp.maximum(sram, dram)  # the slower level's path
+    cycles = xp.maximum(array, level) + latency
+    code = xp.where(array >= level, 0.0, xp.where(sram >= dram, 1.0, 2.0))
     return cycles, code
