@@ -87,6 +87,16 @@ class DramFigures(NamedTuple):
     (a second kernel sums the partials), else 1.0."""
 
 
+    def moved(self) -> tuple[Any, Any]:
+        """(bytes read and written, bytes written) over every operand: the sums of the reads
+        and the writes in :data:`OPERANDS` order, left to right (the input's and the weight's
+        writes, the float 0.0, are not added: adding them changes no sum, and on arrays would
+        copy one)."""
+        reads, writes = self.reads, self.writes
+        return reads["input"] + reads["weight"] + (reads["output"] + writes["output"]), \
+            writes["output"]
+
+
 def _flag(per_order: list[bool]) -> Flag | None:
     """A relation per order as a :data:`Flag`, or None where it holds in no order."""
     if all(per_order):

@@ -339,12 +339,11 @@ def timed_at(
     fig = dram_figures(prob, counts, orders, chip.cores, NP, multicast_of(chip),
                        partials_capacity_bytes(chip),
                        {name: at(v) for name, v in prep.footprints.items()})  # fmt: skip
-    dram_bytes = sum(fig.reads[name] + fig.writes[name] for name in OPERANDS)
+    dram_bytes, writes = fig.moved()
     sram = {name: at(v) for name, v in prep.sram.items()}
     outer = None
     if backing is not None:
         fed = None if prep.weight_fed is None else at(prep.weight_fed)
-        writes = sum(fig.writes[name] for name in OPERANDS)
         outer = _Outer(backing if every else backing.at(idx), fed, writes, at(prep.tiles),
                        at(prep.folds))  # fmt: skip
     time = _time(nest_of(prob, tpl, chip), at(prep.cycles), fig.iterations, fig.longest, sram,
@@ -504,12 +503,11 @@ def figures_of(
     sums = all_tiles(nest, classes, rf, xp)
     dram = dram_figures(prob, classes.counts, orders, chip.cores, xp, multicast_of(chip),
                         partials_capacity_bytes(chip))  # fmt: skip
-    dram_bytes = sum(dram.reads[name] + dram.writes[name] for name in OPERANDS)
+    dram_bytes, writes = dram.moved()
     sram: Figures = {name: tile_bytes(prob, name, tile, xp) for name in OPERANDS}
     outer = None
     if backing is not None:
         fed = sums[KEYS["weight"][0]] if dequantizes(backing) else None
-        writes = sum(dram.writes[name] for name in OPERANDS)
         outer = _Outer(backing, fed, writes, prod(classes.counts.values()), sums["folds"])
     time = _time(nest, sums["cycles"], dram.iterations, dram.longest, sram, dram_bytes,
                  dram.kernels, xp, outer)  # fmt: skip
