@@ -39,6 +39,7 @@ import hashlib
 import itertools
 import json
 import math
+import struct
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Literal, NamedTuple, TypeVar, overload
@@ -1211,14 +1212,15 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
 
     Every figure below is a whole number of 1/64 bytes under 2^46 (:func:`_plain_gemm`), so
     each product and sum is exact, in any order: the same floats as the grid's. The
-    double-buffered need of a tile (tk, tc, tp) is a + b·tp with a = tk·tc·w and
-    b = tc·i + tk·o (the operand widths), and the largest fitting tp of each line is tested
-    against (capacity / 2 − a) / b (a correctly rounded quotient of such figures never
-    crosses a whole number). On one core a tiling that covers another in every dim moves no
-    more DRAM bytes in any order (every tile count, hence every refetch, only falls), and
-    each line's largest fitting tile the grid drops as covered is covered by another line's
-    earlier in C order (one step up K or C): the first fewest of the lines' tiles,
-    order-major as the grid ranks them, is the grid's. For the same reason each op's lines
+    double-buffered need of a tile (tk, tc, tp) is a + b·tc with a = tk·tp·o and
+    b = tk·w + tp·i (the operand widths), and the largest fitting tc with each tk and tp is
+    tested against (capacity / 2 − a) / b (a correctly rounded quotient of such figures
+    never crosses a whole number: b·tc is at most the whole op's need, below 2^46). On one
+    core a tiling that covers another in every dim moves no more DRAM bytes in any order
+    (every tile count, hence every refetch, only falls), and each line's largest fitting
+    tile the grid drops as covered is covered by another line's earlier in C order (one step
+    up K or C): the first fewest of the lines' tiles, order-major as the grid ranks them, is
+    the grid's. For the same reason each op's lines
     whose neighbour one step up K or C fits as many tile rows are left out before their bytes
     are counted (:func:`_kept_lines`, all ops at once; of llama-3-70b's prefill GEMMs on an
     H100's L2, 67 of 1,260 lines remain). The DRAM bytes per order are
@@ -1228,7 +1230,8 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
     (it depends on both others), the output's partial sums written and read back; summed
     over the operands, each order's bytes are the bytes of every tensor once plus the extra
     fetches of its outer loop's operand where either loop inner to it iterates and of its
-    middle loop's where the innermost does (:data:`_LINE_LOOPS`)."""
+    middle loop's where the innermost does (:data:`_LINE_LOOPS`); the first bytes are the
+    same for all of an op's lines, so its fewest are found without them."""
     out: list[_Lined | None] = [None] * len(probs)
     half = chip.sram.capacity_bytes / 2
     if chip.cores != 1 or not _exact(half):
@@ -1241,25 +1244,23 @@ def _lines_fewest(probs: Sequence[Problem], chip: Chip) -> list[_Lined | None]:
             by_rows.setdefault(prob.dims["P"], []).append((at, once))
     for p, members in by_rows.items():
         lines, op, sizes = _kept_lines([probs[at] for at, _ in members], aligns, half, p)
-        # per kept line: each loop's operand bytes (the output's written and read back), and
-        # the bytes of every tensor once
-        per = np.array([(ti, to + to, tw, ti + tw + final)
-                        for _, (ti, tw, to, final) in members]).T.take(op, axis=1)  # fmt: skip
-        more = lines[1::2]  # each loop's count less one
-        extra = per[:3] * more  # per loop: its operand fetched again
-        # per order (every figure exact: the sums are the same in any order)
-        iterates = more > 0.5
-        inner = iterates.take(_INNERMOST, axis=0)
-        moved = ((inner | iterates.take(_MIDDLE, axis=0)) * extra.take(_OUTER, axis=0)
-                 + inner * extra.take(_MIDDLE, axis=0)) + per[3]  # fmt: skip
+        # per kept line and loop: its operand fetched again (the output's partial sums
+        # written and read back), 0.0 where the loop does not iterate and above 0 where it does
+        extra = np.array([(ti, to + to, tw) for _, (ti, tw, to, _) in members]).T.take(
+            op, axis=1) * lines[1]  # fmt: skip
+        # per order, less the bytes of every tensor once (an op's lines share them): its
+        # outer loop's extra where either loop inner to it iterates and its middle loop's
+        # where the innermost does (every figure exact: the sums are the same in any order)
+        loops = extra.take(_LINE_LOOPS, axis=0)  # outer, middle and innermost
+        moved = np.sign(loops[1] + loops[2]) * loops[0] + np.sign(loops[2]) * loops[1]
         lo = 0
         for (at, once), size in zip(members, sizes, strict=True):
             if size == 0:  # nothing fits
                 continue
             o, j = divmod(int(moved[:, lo:lo + size].argmin()), size)
-            tk, more_k, tc, more_c, tp, more_p = lines[:, lo + j].tolist()
+            (tk, tc, tp), more_each = lines[:, :, lo + j].tolist()
             lo += size
-            out[at] = _line_picked(probs[at], once, o, tk, tc, tp, [more_k, more_c, more_p])
+            out[at] = _line_picked(probs[at], once, o, tk, tc, tp, more_each)
     return out
 
 
@@ -1299,29 +1300,39 @@ _LINE_ORDERS: tuple[tuple[int, int, int], ...] = tuple(
 as indices."""
 _LINE_LOOPS = np.array(_LINE_ORDERS, dtype=np.intp).T
 """:data:`_LINE_ORDERS` as an array: per order (columns), its three loops (rows)."""
-_OUTER, _MIDDLE, _INNERMOST = _LINE_LOOPS[0], _LINE_LOOPS[1], _LINE_LOOPS[2]
 _LINE_TILE = dict.fromkeys(DIMS, 1)
 """The SRAM tile of a plain GEMM's line before its K, C and P extents: 1 along every dim."""
 
 
 _PAD = 2.0**60
-"""A tile extent past every capacity: :func:`_padded_ladders` pads the ladders with it. A line of
-it needs at least 2^60 × 1/64 = 2^54 bytes of weight tile (every width of a
+"""A tile extent past every capacity: :func:`_padded_ladders` pads the ladders with it. A tile
+of it along K or P needs at least 2^60 × 1/64 = 2^54 bytes of output tile (every width of a
 :func:`_plain_gemm` is a positive whole number of 1/64 bytes), more than half of any capacity
-the lines take (below 2^46), so its bound is negative and it fits no tile rows; its products
-stay finite (2^120 × a width at most)."""
+the lines take (below 2^46), so its bound is negative and it fits no C rung; as a C rung it
+exceeds every bound (below 64 × 2^46: half the capacity over tp·i, at least 1/64); its
+products stay finite (2^120 × a width at most)."""
 
 
-def _padded_ladders(extents: list[int], aligns: list[tuple[int, ...]]) -> Arr:
-    """Per extent, its :func:`_ladder` (with its ``aligns``) as floats, and the tiles each rung
-    cuts the extent into less one (``ceil_div(extent, tile) - 1.0``, the same operations in
-    floats as in arrays), every ladder in one array: shape (2, extents, rungs), each padded at
-    its end with :data:`_PAD` (whose count no line reads: none of it fits)."""
-    ladders = [_ladder(e, a) for e, a in zip(extents, aligns, strict=True)]
-    rungs = max(map(len, ladders))
+def _packed(values: Sequence[float]) -> Arr:
+    """``values`` as a read-only float array, packed as doubles by :mod:`struct` (under half
+    the instructions of ``np.array`` on a list of Python numbers)."""
+    return np.frombuffer(struct.pack(f"{len(values)}d", *values))
+
+
+def _padded_ladders(extents: list[int], ladders: list[tuple[int, ...]]) -> Arr:
+    """``ladders`` (each of the extent at its place in ``extents``, in any order) as floats,
+    and the tiles each rung cuts its extent into less one (``ceil_div(extent, tile) - 1.0``,
+    the same operations in floats as in arrays), every ladder in one array: shape (2,
+    ladders, rungs), each padded at its end with :data:`_PAD`, at least once (whose count no
+    line reads: none of it fits)."""
+    rungs = max(map(len, ladders)) + 1
+    flat: list[float] = []
+    for ladder in ladders:
+        flat += ladder
+        flat += (_PAD,) * (rungs - len(ladder))
     out = np.empty((2, len(ladders), rungs))
-    out[0] = [(*ladder, *(_PAD,) * (rungs - len(ladder))) for ladder in ladders]
-    out[1] = NP.ceil_div(np.array(extents, dtype=np.float64)[:, None], out[0]) - 1.0
+    out[0] = _packed(flat).reshape(len(ladders), rungs)
+    np.subtract(NP.ceil_div(_packed(extents)[:, None], out[0]), 1.0, out=out[1])
     return out
 
 
@@ -1329,36 +1340,58 @@ def _kept_lines(
     probs: list[Problem], aligns: dict[str, tuple[int, ...]], half: float, tokens: int
 ) -> tuple[Arr, npt.NDArray[np.intp], list[int]]:
     """The (K, C) lines of plain GEMMs' candidate grids that :func:`_lines_fewest` counts,
-    op after op, each op's in C order of its two ladders, as a (6, lines) array: their K
-    extents and K tile counts less one, C extents and counts less one, and largest fitting
-    tile rows of the ladder of ``tokens`` (the ops' P extent) and P counts less one, with
-    ``half`` of the capacity per buffer; with each line's op and how many lines each op
-    keeps. A line whose
-    neighbour one step up K or C (the same tile, larger: the ladders descend) fits as many
-    tile rows is covered by it, and that neighbour comes earlier in C order: the first
-    fewest is never such a line, nor one where nothing fits. The ops' grids are stacked into
-    one array, each op's ladders padded at their ends with :data:`_PAD` (where nothing
-    fits, :func:`_padded_ladders`), so each step is one call for all of them, the ladder of
-    tile rows with them (ascending, without its pads)."""
+    op after op, each op's in C order of its two ladders, as a (2, 3, lines) array: their
+    K and C extents and largest fitting tile rows of the ladder of ``tokens`` (the ops' P
+    extent), then the tile counts less one along each, with ``half`` of the capacity per
+    buffer; with each line's op and how many lines each op keeps.
+
+    A line whose neighbour one step up K or C (the same tile, larger: the ladders descend)
+    fits as many tile rows is covered by it, and that neighbour comes earlier in C order: the
+    first fewest is never such a line, nor one where nothing fits. The lines kept are found
+    per K rung and rung of tile rows instead (a grid of K × P, the P ladder shorter than most
+    C ladders): the number of the op's C rungs that fit with them, ``fit`` (the largest
+    fitting tc tested against (capacity / 2 − tk·tp·o) / (tk·w + tp·i), a quotient of exact
+    figures as in :func:`_lines_fewest`). At each K rung, the line of its ``fit``-th
+    smallest C rung fits those rows and its neighbour one step up C does not; it fits no
+    more rows exactly where ``fit`` exceeds the next rung of rows' (none past the last), and
+    its neighbour one step up K fits as many exactly where ``fit`` there is as large (none
+    before the first): each kept line is one entry of the grid, and along a K rung more tile
+    rows fit fewer C rungs, so the entries in C order are the lines in C order. The ops' K
+    ladders and the ladder of rows are padded at their ends with :data:`_PAD` (nothing fits
+    them: ``fit`` 0), so in the flat grid each entry's neighbour one step up K (at the top of
+    an op's ladder, the previous op's pad) and one rung of rows more (after the last rung,
+    the pad) are the entries one row before and one after it, and each step but the search
+    of each op's C ladder is one call for all the ops."""
     n = len(probs)
-    ladders = _padded_ladders([*(p.dims["K"] for p in probs), *(p.dims["C"] for p in probs),
-                               tokens], [aligns["K"]] * n + [aligns["C"]] * n + [aligns["P"]])
-    by_k, by_c = ladders[:, :n], ladders[:, n:2 * n]
-    rows = ladders[:, 2 * n, len(_ladder(tokens, aligns["P"])) - 1::-1]  # ascending, unpadded
-    widths = np.array([[p.operand_bytes[name] for p in probs] for name in OPERANDS])
-    # per op, as (op, K, C)
-    w_in, w_weight, w_out = (widths[i, :, None, None] for i in range(len(OPERANDS)))
-    tk, tc = by_k[0, :, :, None], by_c[0, :, None, :]
-    bound = (half - tk * tc * w_weight) / (tc * w_in + tk * w_out)
-    fit = rows[0].searchsorted(bound, side="right")  # each line's fitting extents (0: none)
-    # against its neighbours one step up K and C (0 past the ladders' tops), into a new array:
-    # an operation in place on a view of itself has numpy solve for the overlap first
-    up = np.zeros((len(probs), fit.shape[1] + 1, fit.shape[2] + 1), dtype=fit.dtype)
-    up[:, 1:, 1:] = fit
-    keep = (fit > up[:, :-1, 1:]) & (fit > up[:, 1:, :-1])
-    op, ik, ic = keep.nonzero()
-    lines = np.concatenate([by_k[:, op, ik], by_c[:, op, ic], rows[:, fit[op, ik, ic] - 1]])
-    return lines, op, np.bincount(op, minlength=len(probs)).tolist()
+    rows = _ladder(tokens, aligns["P"])[::-1]  # ascending
+    by_k = [_ladder(p.dims["K"], aligns["K"]) for p in probs]
+    ladders = _padded_ladders(
+        [*(p.dims["K"] for p in probs), *(p.dims["C"] for p in probs), tokens],
+        [*by_k, *(_ladder(p.dims["C"], aligns["C"])[::-1] for p in probs), rows])  # fmt: skip
+    rungs, step = ladders.shape[2], len(rows) + 1  # per op, the grid's rows and their length
+    # per op, as (op, K, P)
+    widths = _packed([p.operand_bytes[name] for name in OPERANDS for p in probs]).reshape(
+        len(OPERANDS), n, 1, 1)  # fmt: skip
+    w_in, w_weight, w_out = widths[0], widths[1], widths[2]  # (unpacking an array raises)
+    tk, tp = ladders[0, :n, :, None], ladders[0, 2 * n, :step]
+    bound = tk * w_out * tp
+    np.divide(np.subtract(half, bound, out=bound), tk * w_weight + tp * w_in, out=bound)
+    # the flat grid of fits (at most a ladder's length: 2 bytes each) between zeros, a row of
+    # them before it and one after
+    size = bound.size
+    around = np.zeros(step + size + 1, dtype=np.int16)
+    fit = around[step:step + size]
+    grid = fit.reshape(n, rungs, step)
+    for at, ladder in enumerate(by_k):  # the ascending C rungs at most each bound (no pads)
+        grid[at, :len(ladder)] = ladders[0, n + at].searchsorted(bound[at, :len(ladder)],
+                                                                 side="right")  # fmt: skip
+    kept = ((fit > around[:size]) & (fit > around[step + 1:])).nonzero()[0]
+    line, row = np.divmod(kept, step)  # each kept entry's op and K rung (op × rungs + rung)
+    op = line // rungs
+    lines = ladders.reshape(2, -1).take(np.concatenate([
+        line, op * rungs + fit.take(kept) + (n * rungs - 1), row + 2 * n * rungs
+    ]), axis=1).reshape(2, 3, -1)  # fmt: skip
+    return lines, op, np.bincount(op, minlength=n).tolist()
 
 
 def traffic_many(ops: Sequence[OpBase], chip: Chip) -> int:

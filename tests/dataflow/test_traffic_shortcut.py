@@ -4,6 +4,8 @@ plain GEMM gets the grid's pick from the grid's (K, C) lines, exactly."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -156,3 +158,71 @@ def test_a_batch_of_lines_is_each_op_alone(cases: list[tuple[Gemm, Chip]]) -> No
     probs = [problem_of(op) for op, _ in cases]
     alone = [mapper_module._line_fewest(prob, chip) for prob in probs]
     assert mapper_module._lines_fewest(probs, chip) == alone
+
+
+@st.composite
+def gemms_of_one_token_extent(draw: st.DrawFn) -> tuple[list[Problem], Chip]:
+    """Plain GEMMs of one token extent and a one-core chip; half the time the SRAM holds
+    exactly one tile of the first one's candidate grid double-buffered."""
+    sizes = st.one_of(st.integers(1, 70000), st.sampled_from([1, 64, 2048, 4096, 8192, 28672]))
+    m = draw(sizes)
+    ops = [Gemm(m=m, k=draw(sizes), n=draw(sizes),
+                a_dtype=draw(st.sampled_from(["bf16", "fp8", "fp32"])),
+                b_dtype=draw(st.sampled_from(["bf16", "fp8", "int4"])))
+           for _ in range(draw(st.integers(1, 4)))]  # fmt: skip
+    chip = SHARED.with_(**{"array.rows": draw(st.sampled_from([16, 64, 128])),
+                           "array.cols": draw(st.sampled_from([16, 128, 256]))})  # fmt: skip
+    capacity = draw(st.integers(1 << 12, 1 << 30))
+    probs = [problem_of(op) for op in ops]
+    if draw(st.booleans()):
+        aligns = mapper_module._traffic_aligns(chip)
+        tile = dict.fromkeys(DIMS, 1.0)
+        for d in ("K", "C", "P"):
+            tile[d] = float(draw(st.sampled_from(mapper_module._ladder(probs[0].dims[d],
+                                                                       aligns[d]))))
+        capacity = 2 * mapper_module.buffer_bytes(probs[0], None, tile, PY)
+    return probs, chip.with_(**{"sram.capacity_bytes": capacity})
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=gemms_of_one_token_extent())
+def test_the_kept_lines_are_the_grids_uncovered_lines(case: tuple[list[Problem], Chip]) -> None:
+    """The lines the line search counts are, op after op and in C order, the (K, C) lines of
+    each op's grid that fit some tile rows, as many as no neighbour one step up K or C fits,
+    with their largest fitting tile rows and every tile count less one: the grid's fits
+    counted in exact fractions, line by line."""
+    probs, chip = case
+    half = chip.sram.capacity_bytes / 2
+    probs = [prob for prob in probs if mapper_module._plain_gemm(prob) is not None]
+    if not probs or not mapper_module._exact(half):
+        return
+    aligns = mapper_module._traffic_aligns(chip)
+    tokens = probs[0].dims["P"]
+    rows = mapper_module._ladder(tokens, aligns["P"])[::-1]
+    expected = []
+    for at, prob in enumerate(probs):
+        by_k = mapper_module._ladder(prob.dims["K"], aligns["K"])
+        by_c = mapper_module._ladder(prob.dims["C"], aligns["C"])
+        w = {name: Fraction(width) for name, width in prob.operand_bytes.items()}
+
+        def fit(k: int, c: int, w: dict[str, Fraction] = w, by_k: tuple[int, ...] = by_k,
+                by_c: tuple[int, ...] = by_c) -> int:
+            if k < 0 or c < 0:
+                return 0
+            tk, tc = by_k[k], by_c[c]
+            return sum(tk * tc * w["weight"] + tc * tp * w["input"] + tk * tp * w["output"]
+                       <= Fraction(half) for tp in rows)  # fmt: skip
+
+        for k in range(len(by_k)):
+            for c in range(len(by_c)):
+                f = fit(k, c)
+                if f > fit(k - 1, c) and f > fit(k, c - 1):
+                    extents = (by_k[k], by_c[c], rows[f - 1])
+                    counts = [PY.ceil_div(float(prob.dims[d]), float(e)) - 1.0
+                              for d, e in zip(("K", "C", "P"), extents, strict=True)]  # fmt: skip
+                    expected.append((at, *map(float, extents), *counts))
+    lines, op, sizes = mapper_module._kept_lines(probs, aligns, half, tokens)
+    got = [(at, *lines[0, :, j].tolist(), *lines[1, :, j].tolist())
+           for j, at in enumerate(op.tolist())]  # fmt: skip
+    assert got == expected
+    assert sizes == [sum(1 for line in expected if line[0] == at) for at in range(len(probs))]
