@@ -518,9 +518,11 @@ def picked_figures(nest: Nest, tile: Figures, rf: Figures, timed: Timed) -> Figu
     """:func:`figures_of` in plain floats of one tiling (extents ``tile``, RF factors ``rf``)
     whose DRAM and time figures a search priced already (``timed``, in floats: see
     :func:`one_of`): its fold sums are computed, its DRAM traffic and time taken."""
-    prob = nest.prob
+    prob, tpl = nest.prob, nest.tpl
     classes = tile_classes(prob, tile, PY)
-    sram: Figures = {name: tile_bytes(prob, name, tile, PY) for name in OPERANDS}
+    # the bytes of the operands the SRAM holds of one tile (all that _figures reads of them)
+    held = OPERANDS[:2] if tpl.output_in_registers else OPERANDS
+    sram: Figures = {name: tile_bytes(prob, name, tile, PY) for name in held}
     return _figures(nest, tile, rf, PY, classes.counts, all_tiles(nest, classes, rf, PY), sram,
                     timed)  # fmt: skip
 
@@ -530,41 +532,47 @@ def _figures(
     sram: Figures, timed: Timed,
 ) -> Figures:
     """The figures of :func:`figures_of` from the tiles' ``counts`` along each dim, their fold
-    ``sums``, the ``sram`` bytes per operand of one tile, and their DRAM and time figures."""
+    ``sums``, the ``sram`` bytes per operand of one tile (the output's read only where the
+    SRAM holds it: not ``output_in_registers``), and their DRAM and time figures."""
     prob, tpl, chip, rate = nest
     rows, cols, cores = chip.array.rows, chip.array.cols, chip.cores
     dram, time = timed
     ob = prob.operand_bytes
     out_elems = footprint("output", prob.dims, prob.stride, window=False)
-    traffic: dict[str, dict[str, Access]] = {level: {} for level in LEVELS}
+    # the traffic at each level of LEVELS, per operand
+    at_dram: dict[str, Access] = {}
+    at_sram: dict[str, Access] = {}
+    at_array: dict[str, Access] = {}
+    at_rf: dict[str, Access] = {}
     zero = xp.zeros_like(tile["G"])
+    dram_bytes: Any = 0  # the operands' DRAM reads and writes, added in operand order
     for name, (feed_key, deliver_key, rf_key) in KEYS.items():
         b = ob[name]
         rd, wr = dram.reads[name], dram.writes[name]
-        traffic["dram"][name] = _access((rd, wr))
+        at_dram[name] = _access((rd, wr))
+        dram_bytes = dram_bytes + (rd + wr)
         feed, deliver, rf_slots = sums[feed_key], sums[deliver_key], sums[rf_key]
         if name == "output":
-            traffic["sram"][name] = _access(((feed - out_elems) * b + wr, feed * b + rd))
-            traffic["array"][name] = _access((zero, deliver * b))
-            traffic["register_file"][name] = _access((rf_slots * b, rf_slots * b))
+            at_sram[name] = _access(((feed - out_elems) * b + wr, feed * b + rd))
+            at_array[name] = _access((zero, deliver * b))
+            at_rf[name] = _access((rf_slots * b, rf_slots * b))
         else:
-            traffic["sram"][name] = _access((feed * b, rd))
-            traffic["array"][name] = _access((deliver * b, zero))
-            traffic["register_file"][name] = _access((
-                rf_slots * b,
-                xp.where(rf_slots > 0, deliver * b, 0.0),
-            ))
-    dram_bytes = sum(r + w for r, w in traffic["dram"].values())
+            at_sram[name] = _access((feed * b, rd))
+            at_array[name] = _access((deliver * b, zero))
+            at_rf[name] = _access((rf_slots * b, xp.where(rf_slots > 0, deliver * b, 0.0)))
+    # the bytes of one tile held in SRAM (0 + x is x exactly: bytes are never -0.0)
+    held = sram["input"] + sram["weight"]
+    if not tpl.output_in_registers:
+        held = held + sram["output"]
     return {
-        "traffic": traffic,
+        "traffic": {"dram": at_dram, "sram": at_sram, "array": at_array, "register_file": at_rf},
         "iterations": dram.iterations,
         "tiles": prod(counts.values()),
         "folds": sums["folds"],
         "mapping_efficiency": sums["used"] / (sums["folds"] * rows * cols),
         "compute_utilization": sums["util_num"] / sums["util_den"],
         "overall_utilization": prob.macs / (time["total_cycles"] * rows * cols * cores * rate),
-        "sram_bytes": 2.0 * sum(v for name, v in sram.items()
-                                if name != "output" or not tpl.output_in_registers),
+        "sram_bytes": 2.0 * held,
         "rf_bytes": rf_need(prob, tpl, tile, rf, xp),
         "dram_bytes": dram_bytes,
         **time,

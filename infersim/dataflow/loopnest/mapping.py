@@ -227,8 +227,7 @@ def picked_mapping(
         fig = figures_of(nest, floats, (order,), factors, PY, backing)
     else:
         fig = picked_figures(nest, floats, factors, timed)
-    full = made(Tiling, {"tile": tile, "order": order, "rf": rf})
-    return mapping_of(prob, tpl, chip, full, fig, 0, 0)
+    return _mapping(prob, tpl, chip, tile, order, rf, fig)
 
 
 def mapping_of(
@@ -240,9 +239,18 @@ def mapping_of(
     :func:`~infersim.dataflow.loopnest.figures.evaluate_orders`, or the plain-float figures of
     one tiling (``o`` and ``i`` then unused; the mapping holds their traffic pairs and their
     levels as they are)."""
-    tile, order, rf_full = tiling.tile, tiling.order, tiling.rf
     if isinstance(fig["total_cycles"], np.ndarray):  # one candidate's floats of the arrays
         fig = _one_candidate(fig, o, i)
+    return _mapping(prob, tpl, chip, tiling.tile, tiling.order, tiling.rf, fig)
+
+
+def _mapping(
+    prob: Problem, tpl: Template, chip: Chip, tile: dict[str, int], order: tuple[str, ...],
+    rf_full: dict[str, int], fig: Figures,
+) -> Mapping:
+    """:func:`mapping_of` of the complete tiling ``tile``, ``order``, ``rf_full`` from the
+    figures ``fig`` of that tiling in floats (a pick's tiling, its dicts not copied into a
+    :class:`Tiling` first)."""
     spatial, fold_dims = _loops_of(tpl)
     dims = prob.dims
     part = {d: -(-tile[d] // rf_full[d]) if d in rf_full else tile[d] for d in spatial}

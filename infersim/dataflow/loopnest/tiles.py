@@ -87,19 +87,27 @@ def _one_tiling_classes(prob: Problem, tile: dict[str, Any]) -> TileClasses:
     whole: Figures = {}
     cut: dict[str, list[tuple[Any, Any]]] = {}
     counts: Figures = {}
+    dims = prob.dims
+    some_rem = False
     for d in DIMS:
-        e, t = float(prob.dims[d]), tile[d]
+        e, t = float(dims[d]), tile[d]
         if t == e:
             whole[d] = e
             counts[d] = 1.0
             continue
         n = float(math.ceil(e / t - 1e-9))
         rem = e - (n - 1) * t
-        has_rem = rem < t - 0.5
         counts[d] = n
-        cut[d] = [(t, n - has_rem), (rem, has_rem * 1.0)] if has_rem else [(t, n - has_rem)]
+        if rem < t - 0.5:
+            cut[d] = [(t, n - 1.0), (rem, 1.0)]
+            some_rem = True
+        else:
+            cut[d] = [(t, n)]
     if not cut:  # every dim whole: the tile's own values
         return TileClasses({d: tile[d] for d in DIMS}, [({}, None)], counts)
+    if not some_rem:  # one class, of full tiles: 1.0 times each cut dim's count
+        full = {d: ext for d, ((ext, _),) in cut.items()}
+        return TileClasses(whole, [(full, prod(map(counts.__getitem__, full)))], counts)
     classes: Classes = [
         ({d: e for d, (e, _) in zip(cut, combo, strict=True)}, prod([c for _, c in combo]))
         for combo in itertools.product(*cut.values())
