@@ -137,8 +137,8 @@ def _tile_folds(
         if d not in spatial and (d in f or d not in pe)
     }
     temporal = prod(loops.values())
-    rows_ext = prod(part[d] for d in tpl.rows)
-    cols_ext = prod(part[d] for d in tpl.cols)
+    rows_ext = prod(map(part.__getitem__, tpl.rows))
+    cols_ext = prod(map(part.__getitem__, tpl.cols))
     t_macs = prod(pe.values())
     t_cycles = ceil_div(t_macs, rate)
     folds = temporal * ceil_div(rows_ext, rows) * ceil_div(cols_ext, cols)

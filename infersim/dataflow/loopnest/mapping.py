@@ -220,8 +220,8 @@ def picked_mapping(
     """:func:`build_mapping` of a complete tiling, as a search's pick has it: an extent for
     every dim of :data:`DIMS` (at most the dim's), every tileable dim in ``order``, an RF
     factor for every ``rf_split`` dim of ``tpl`` (at most its extent)."""
-    floats = dict(zip(tile, map(float, tile.values()), strict=True))
-    factors = dict(zip(rf, map(float, rf.values()), strict=True))
+    floats = {d: float(n) for d, n in tile.items()}
+    factors = {d: float(n) for d, n in rf.items()}
     nest = nest_of(prob, tpl, chip)
     if timed is None:
         fig = figures_of(nest, floats, (order,), factors, PY, backing)
