@@ -192,7 +192,8 @@ def _fed(
     of a fold."""
     prob, tpl, _, _ = nest
     # a dim both spatial and streamed spans its array share times its PE factor in one fold
-    both = [d for d in tpl.stream if d in {*tpl.rows, *tpl.cols}]
+    spatial = {*tpl.rows, *tpl.cols}
+    both = [d for d in tpl.stream if d in spatial]
 
     def fed(uses: Figures, part: Figures, pe: Figures) -> Figures:
         """Elements of each operand one fold of a class feeds the array (without local reuse:
@@ -268,7 +269,8 @@ def rf_need(
     if not tpl.local_reuse:  # nothing is held
         return need
     for name, inner in _held_streams(tpl):
-        held = footprint(name, {d: pe[d] for d in inner}, prob.stride, tpl.window_reuse)
+        spans = pe if len(inner) == len(pe) else {d: pe[d] for d in inner}  # (all: pe itself)
+        held = footprint(name, spans, prob.stride, tpl.window_reuse)
         need = need + xp.maximum(held - 1.0, 0.0) * prob.operand_bytes[name]
     return need
 
