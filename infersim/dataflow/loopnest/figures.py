@@ -164,10 +164,12 @@ class Prepared(NamedTuple):
 def compulsory_bytes(prob: Problem, counts: Figures, footprints: Figures | None = None) -> Any:
     """DRAM bytes every loop order moves at least with ``counts[d]`` SRAM tiles along each dim:
     each operand's tiles once (input halos included: its :func:`footprint_bytes`, or
-    ``footprints`` where given), the output written once at its epilogue scale."""
+    ``footprints`` where given), the output written once at its epilogue scale: input +
+    weight + output × scale, in that order (bit for bit a sum from 0 of every operand times
+    1.0 or the scale: bytes are never -0.0, and a scale of 1.0 is skipped)."""
     once = footprint_bytes(prob, counts) if footprints is None else footprints
-    return sum(once[name] * (prob.output_write_scale if name == "output" else 1.0)
-               for name in OPERANDS)  # fmt: skip
+    written = prod_skipping_ones((once["output"], prob.output_write_scale))
+    return once["input"] + once["weight"] + written
 
 
 def footprint_bytes(prob: Problem, counts: Figures) -> Figures:

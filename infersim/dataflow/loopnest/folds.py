@@ -13,7 +13,13 @@ import functools
 from typing import Any
 
 from infersim.arch_models.chip import Chip
-from infersim.dataflow.loopnest.numerics import PY, Figures, MathNamespace, prod
+from infersim.dataflow.loopnest.numerics import (
+    PY,
+    Figures,
+    MathNamespace,
+    prod,
+    prod_skipping_ones,
+)
 from infersim.dataflow.loopnest.problem import (
     DEPENDS,
     Nest,
@@ -136,10 +142,12 @@ def _tile_folds(
         for d in DIMS
         if d not in spatial and (d in f or d not in pe)
     }
-    temporal = prod(loops.values())
-    rows_ext = prod(map(part.__getitem__, tpl.rows))
-    cols_ext = prod(map(part.__getitem__, tpl.cols))
-    t_macs = prod(pe.values())
+    # products of whole numbers skipping the dims of one position (the float 1.0): the same
+    # figures as :func:`prod`'s, without array operations by 1.0
+    temporal = prod_skipping_ones(loops.values())
+    rows_ext = prod_skipping_ones(map(part.__getitem__, tpl.rows))
+    cols_ext = prod_skipping_ones(map(part.__getitem__, tpl.cols))
+    t_macs = prod_skipping_ones(pe.values())
     t_cycles = ceil_div(t_macs, rate)
     folds = temporal * ceil_div(rows_ext, rows) * ceil_div(cols_ext, cols)
     overhead = tpl.fold_cycles.overhead_cycles(rows, cols)

@@ -14,7 +14,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from infersim.dataflow.loopnest.folds import tile_folds
-from infersim.dataflow.loopnest.numerics import PY, Classes, Figures, MathNamespace, prod
+from infersim.dataflow.loopnest.numerics import (
+    PY,
+    Classes,
+    Figures,
+    MathNamespace,
+    prod,
+    prod_skipping_ones,
+)
 from infersim.dataflow.loopnest.problem import Nest, Problem
 from infersim.dataflow.templates import DIMS
 
@@ -74,10 +81,11 @@ def tile_classes(prob: Problem, tile: dict[str, Any], xp: MathNamespace) -> Tile
         j += 1
     if not cut:
         return TileClasses(whole, [({}, None)], counts)
-    classes: Classes = [
-        ({d: e for d, (e, _) in zip(cut, combo, strict=True)}, prod([c for _, c in combo]))
+    classes: Classes = [  # (prod's weights, without the array product by its start, 1.0)
+        ({d: e for d, (e, _) in zip(cut, combo, strict=True)},
+         prod_skipping_ones([c for _, c in combo]))
         for combo in itertools.product(*cut.values())
-    ]
+    ]  # fmt: skip
     return TileClasses(whole, classes, counts)
 
 
