@@ -368,10 +368,18 @@ def _axis(
 ) -> tuple[int, ...]:
     """The SRAM-tile extents tried for ``dim``: the template's own (capped at the dim,
     descending) or the ladder."""
-    listed = None if tpl is None else _listed(tpl).get(dim)
-    if listed is not None:
-        return _capped(listed, prob.dims[dim])
-    return _ladder(prob.dims[dim], aligns)
+    return _axes(prob, tpl, {dim: aligns}, (dim,))[0]
+
+
+def _axes(
+    prob: Problem, tpl: Template | None, aligns: dict[str, tuple[int, ...]],
+    dims: tuple[str, ...] = _CUT,
+) -> list[tuple[int, ...]]:
+    """:func:`_axis` of each of ``dims`` (the template's lists looked up once)."""
+    listed = {} if tpl is None else _listed(tpl)
+    extents = prob.dims
+    return [_capped(listed[d], extents[d]) if d in listed else _ladder(extents[d], aligns[d])
+            for d in dims]  # fmt: skip
 
 
 @functools.cache
@@ -457,7 +465,7 @@ def _grid_key(
     if tpl is not None and tpl.min_tile_rows > 1:
         min_rows = min(tpl.min_tile_rows, math.prod(dims[d] for d in tpl.rows))
     return (
-        tpl, tuple(map(tuple, axes)), tuple(tuple(o.items()) for o in rf_opts), maximal,
+        tpl, tuple(axes), tuple(tuple(o.items()) for o in rf_opts), maximal,
         stride, dims["Q"], dims["R"], dims["S"], rows_cap, min(prob.padded_w,
         (dims["Q"] - 1) * stride + dims["S"]), tuple(prob.operand_bytes.items()), min_rows,
         chip.sram.capacity_bytes, chip.register_file.bytes_per_pe, chip.array.pes,
@@ -473,7 +481,7 @@ def _grid(
     maximal: bool = False,
 ) -> tuple[dict[str, Arr], dict[str, Arr]]:
     """:func:`_fitting`, memoized by :func:`_grid_key` (the arrays are read-only)."""
-    axes = [_axis(prob, tpl, d, aligns[d]) for d in _CUT]
+    axes = _axes(prob, tpl, aligns)
     key = _grid_key(prob, tpl, chip, axes, rf_opts, maximal)
     found = _GRIDS.get(key)
     if found is None:
