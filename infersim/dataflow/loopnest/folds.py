@@ -142,14 +142,14 @@ def _tile_folds(
         for d in DIMS
         if d not in spatial and (d in f or d not in pe)
     }
-    # products of whole numbers skipping the dims of one position (the float 1.0): the same
-    # figures as :func:`prod`'s, without array operations by 1.0
+    # products skipping the factors that are the float 1.0 (x · 1.0 is x exactly): the figures
+    # of :func:`prod`, without array operations by 1.0 (here and for the folds below)
     temporal = prod_skipping_ones(loops.values())
     rows_ext = prod_skipping_ones(map(part.__getitem__, tpl.rows))
     cols_ext = prod_skipping_ones(map(part.__getitem__, tpl.cols))
     t_macs = prod_skipping_ones(pe.values())
     t_cycles = ceil_div(t_macs, rate)
-    folds = temporal * ceil_div(rows_ext, rows) * ceil_div(cols_ext, cols)
+    folds = prod_skipping_ones((temporal, ceil_div(rows_ext, rows), ceil_div(cols_ext, cols)))
     overhead = tpl.fold_cycles.overhead_cycles(rows, cols)
     if chip.array.double_buffered and tpl.load_cycles is not None:
         # the next fold's stationary operand loads behind this fold's stream and the folds

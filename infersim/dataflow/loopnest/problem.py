@@ -299,8 +299,10 @@ def window(extent: Any, stride: int, taps: Any) -> Any:
 
 def total_footprint(prob: Problem, name: str, counts: dict[str, Any]) -> Any:
     """Elements of ``name`` summed over all distinct SRAM tiles (the whole tensor plus the input
-    halos), with ``counts[d]`` tiles along each dim."""
-    total: Any = 1.0
+    halos), with ``counts[d]`` tiles along each dim: 1.0 times each axis's extent, left to
+    right, less the products by an extent of 1 and by the start 1.0 of a float64 array (x · 1
+    is x exactly)."""
+    total: Any = None
     dims = prob.dims
     for axis in AXES[name]:
         if axis == ("P", "R"):
@@ -309,9 +311,13 @@ def total_footprint(prob: Problem, name: str, counts: dict[str, Any]) -> Any:
             factor = _rows_with_halos(prob.in_w, counts["Q"], dims["S"] - prob.stride)
         else:
             factor = dims[axis[0]]
-        if not (isinstance(factor, float | int) and factor == 1):  # x · 1 is x exactly
+        if isinstance(factor, float | int) and factor == 1:
+            continue
+        if total is not None:
             total = total * factor
-    return total
+        else:  # the first factor times 1.0 (a number: a float, as the product makes it)
+            total = factor if isinstance(factor, np.ndarray) else 1.0 * factor
+    return 1.0 if total is None else total
 
 
 def _rows_with_halos(rows: Any, tiles: Any, overlap: int) -> Any:
