@@ -316,7 +316,8 @@ def total_footprint(prob: Problem, name: str, counts: dict[str, Any]) -> Any:
         if total is not None:
             total = total * factor
         else:  # the first factor times 1.0 (a number: a float, as the product makes it)
-            total = factor if isinstance(factor, np.ndarray) else 1.0 * factor
+            float64 = isinstance(factor, np.ndarray) and factor.dtype == np.float64
+            total = factor if float64 else 1.0 * factor
     return 1.0 if total is None else total
 
 
