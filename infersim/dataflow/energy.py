@@ -90,3 +90,18 @@ def energy(mapping: Mapping, chip: Chip) -> EnergyBreakdown:
     return EnergyBreakdown(
         total_pj=sum(by_level.values()), mac_pj=mac_pj, by_level=by_level, by_operand=by_operand
     )
+
+
+def total_and_mac_pj(mapping: Mapping, chip: Chip) -> tuple[float, float]:
+    """(``total_pj``, ``mac_pj``) of :func:`energy` without its breakdown: the same sums, in
+    the same order (what an engine's op cost reads of it)."""
+    cost = level_pj_per_byte(chip)
+    total: float = 0
+    for level in LEVELS:
+        moved: float = 0
+        for reads, writes in mapping.traffic[level].values():
+            moved += reads + writes
+        total += moved * cost[level]
+    mac_pj = float(mac_energy_pj(mapping.macs, mapping.mac_class, chip,
+                                 mapping.mapping_efficiency))  # fmt: skip
+    return total + mac_pj, mac_pj

@@ -37,12 +37,12 @@ from typing import Any, TypeVar, cast
 from infersim.arch_models.chip import Chip
 from infersim.dataflow import (
     TEMPLATES,
-    energy,
     map_op,
     search_many,
     traffic_many,
     traffic_of,
 )
+from infersim.dataflow.energy import total_and_mac_pj
 from infersim.dataflow.loopnest import PY, Mapping, problem_of, tile_operand_bytes
 from infersim.dataflow.loopnest.figures import loop_nest_cycles
 from infersim.dataflow.loopnest.waves import (
@@ -288,35 +288,47 @@ def busy_factor(op: OpBase, view: Chip, mapping: Mapping) -> float:
     transfers unchanged. A GEMV (one or a few rows) is that kernel: the array's folds would
     spend a whole fold's rows on its one row (a Hopper warpgroup MMA's 64), the lanes spend
     nothing on rows it lacks."""
-    factor = 1.0 + dequant_ratio(op, view, mapping)
-    lanes = _lanes_factor(op, view, mapping)
+    factor, lanes = _busy_factors(op, view, mapping, dequant_flops(op, mapping))
     return factor if lanes is None else min(factor, lanes)
 
 
-def _lanes_factor(op: OpBase, view: Chip, mapping: Mapping) -> float | None:
-    """The :func:`busy_factor` of running ``mapping``'s MACs and dequantization on the vector
-    lanes; None where its template cannot."""
-    if not isinstance(op, Gemm) or not TEMPLATES[mapping.dataflow].vector_macs:
-        return None
+def _busy_factors(
+    op: OpBase, view: Chip, mapping: Mapping, converted: float
+) -> tuple[float, float | None]:
+    """(:func:`busy_factor` on the array, on the vector lanes or None where the mapping's
+    template cannot run its MACs there) of ``mapping``, which converts ``converted`` vector
+    FLOPs of weights (:func:`dequant_flops`)."""
+    if not isinstance(op, Gemm):
+        return 1.0, None
+    dequantizes = bool(op.dequant_flops_per_weight)
+    lanes_macs = TEMPLATES[mapping.dataflow].vector_macs
+    if not dequantizes and not lanes_macs:
+        return 1.0, None
     array_cycles = _array_cycles(op, view, mapping)
-    if array_cycles <= 0:
-        return None
-    lanes_flops = 2.0 * op.macs + dequant_flops(op, mapping)
-    return lanes_flops / vector_per_cycle(view) / array_cycles
+    per_cycle = vector_per_cycle(view)  # on one core
+    ratio = converted / per_cycle / array_cycles if dequantizes and array_cycles > 0 else 0.0
+    if not lanes_macs or array_cycles <= 0:
+        return 1.0 + ratio, None
+    return 1.0 + ratio, (2.0 * op.macs + converted) / per_cycle / array_cycles
 
 
 def on_lanes(op: OpBase, view: Chip, mapping: Mapping) -> bool:
     """Whether :func:`busy_factor` runs ``mapping``'s MACs on the vector lanes (then they cost
     2 vector FLOPs each instead of the array's MAC energy)."""
-    lanes = _lanes_factor(op, view, mapping)
-    return lanes is not None and lanes < 1.0 + dequant_ratio(op, view, mapping)
+    factor, lanes = _busy_factors(op, view, mapping, dequant_flops(op, mapping))
+    return lanes is not None and lanes < factor
 
 
 def overlapped_vector_s(op: OpBase, chip: Chip) -> float:
     """Seconds of the vector work of a mapped op that overlaps its array work (its fused
     epilogue): every vector FLOP but the dequantization, which the mapping's time counts."""
+    return _overlapped_vector(op, chip)[1]
+
+
+def _overlapped_vector(op: OpBase, chip: Chip) -> tuple[float, float]:
+    """(vector FLOPs, seconds) of :func:`overlapped_vector_s`."""
     flops = op.vector_flops - (op.dequant_flops if isinstance(op, Gemm) else 0.0)
-    return flops / (chip.vector_flops * chip.calibration.vector_efficiency)
+    return flops, flops / (chip.vector_flops * chip.calibration.vector_efficiency)
 
 
 def dequant_flops(op: OpBase, mapping: Mapping) -> float:
@@ -349,13 +361,12 @@ def mapping_seconds(op: OpBase, view: Chip, mapping: Mapping) -> float:
 
 
 def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
-    vector_s = overlapped_vector_s(op, chip)
+    overlapped_flops, vector_s = _overlapped_vector(op, chip)
     if chip.shared_sram is None:
         mapping = mapping_of(op, chip, dataflow)
         dram_bytes, dram_s = mapping.dram_bytes, 0.0
         map_s = mapping_seconds(op, chip, mapping)
-        view, spent = chip, energy(mapping, chip)
-        energy_pj = spent.total_pj
+        view, (energy_pj, mac_pj) = chip, total_and_mac_pj(mapping, chip)
         bound, time_s = _bound_and_time(chip, map_s, mapping.bound == "memory", vector_s,
                                         mapping.kernels)  # fmt: skip
         compute_s = (mapping.compute_cycles / chip.freq_hz + map_s
@@ -367,8 +378,8 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         assert mapping.levels is not None
         dram_bytes = op_backing(op, chip).dram_bytes
         dram_s = dram_level_s(chip, mapping, dram_bytes)
-        view, spent = cores_view, energy(mapping, cores_view)
-        energy_pj = spent.total_pj + dram_bytes * chip.energy.dram_pj_per_byte
+        view, (energy_pj, mac_pj) = cores_view, total_and_mac_pj(mapping, cores_view)
+        energy_pj += dram_bytes * chip.energy.dram_pj_per_byte
         bound, both_s = cast(Bound, mapping.bound), two_level_s(cores_view, mapping)
         if vector_s > both_s:
             bound, both_s = "vector", vector_s
@@ -377,11 +388,14 @@ def _cost(op: Gemm | Conv2d, chip: Chip, dataflow: str) -> OpCost:
         efficiency = cores_view.calibration.compute(mapping.mac_class)
         converting = mapping.levels.busy_cycles - mapping.compute_cycles / efficiency
         compute_s = (mapping.compute_cycles + converting) / chip.freq_hz
-    vector_flops = op.vector_flops - op.dequant_flops + dequant_flops(op, mapping) \
-        if isinstance(op, Gemm) else op.vector_flops
-    if isinstance(op, Gemm) and on_lanes(op, view, mapping):  # FMAs on the lanes
-        energy_pj -= spent.mac_pj
-        vector_flops += 2.0 * op.macs
+    vector_flops = overlapped_flops
+    if isinstance(op, Gemm):  # the weights it converts, and its MACs where the lanes run them
+        converted = dequant_flops(op, mapping)
+        vector_flops += converted
+        factor, lanes = _busy_factors(op, view, mapping, converted)
+        if lanes is not None and lanes < factor:  # FMAs on the lanes (:func:`on_lanes`)
+            energy_pj -= mac_pj
+            vector_flops += 2.0 * op.macs
     return OpCost(
         name=op.name,
         kind=op.kind,
