@@ -720,17 +720,36 @@ def _checked(op: OpBase, chip: Chip, dataflow: str) -> tuple[Problem, list[str]]
         InfersimError: an unknown dataflow, one the chip's array does not implement, or an op
             kind without a loop nest.
     """
-    if dataflow not in DATAFLOWS:
-        raise InfersimError(f"unknown dataflow {dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
+    return _computable(op, chip), _searched(chip, dataflow)
+
+
+def _computable(op: OpBase, chip: Chip) -> Problem:
+    """The problem of ``op``, whose dtype ``chip``'s array computes.
+
+    Raises:
+        UnsupportedDtypeError: the array cannot compute the op's dtype.
+        InfersimError: an op kind without a loop nest.
+    """
     prob = problem_of(op)
     chip.macs_per_cycle(prob.mac_class)  # raises UnsupportedDtypeError
+    return prob
+
+
+def _searched(chip: Chip, dataflow: str) -> list[str]:
+    """The templates :func:`map_op` searches on ``chip`` for ``dataflow``.
+
+    Raises:
+        InfersimError: an unknown dataflow, or one the chip's array does not implement.
+    """
+    if dataflow not in DATAFLOWS:
+        raise InfersimError(f"unknown dataflow {dataflow!r}; allowed: {', '.join(DATAFLOWS)}")
     if not chip.array.implements(dataflow) and dataflow != "best":
         raise InfersimError(
             f"chip {chip.name!r} implements the {'/'.join(dataflows_of(chip))} dataflow(s), not "
             f"{dataflow!r}: ask for one of those or 'best', or give a chip YAML whose "
             f"array.supported_dataflows lists {dataflow!r}"
         )
-    return prob, dataflows_of(chip) if dataflow == "best" else [dataflow]
+    return dataflows_of(chip) if dataflow == "best" else [dataflow]
 
 
 _Part = tuple[int, Template, dict[str, Arr], dict[str, Arr]]
@@ -923,6 +942,10 @@ def search_many(
     """
     if backings is not None and len(backings) != len(ops):
         raise ValueError(f"backings: {len(backings)} for {len(ops)} ops: give one per op")
+    try:  # the templates every op searches, once
+        names = _searched(chip, dataflow)
+    except InfersimError:
+        return 0  # map_op raises it where the ops are costed
     jobs: dict[tuple[Any, ...], _Job] = {}
     again: dict[tuple[Any, ...], tuple[_Job, tuple[Any, ...], _Batched]] = {}  # re-timed
     for i, op in enumerate(ops):
@@ -932,7 +955,7 @@ def search_many(
                 or sig in again):
             continue
         try:
-            prob, names = _checked(op, chip, dataflow)
+            prob = _computable(op, chip)
         except InfersimError:
             continue  # map_op raises it where the op is costed
         key = _latency_key(sig, names, chip, dequantizes(backing))
