@@ -386,13 +386,12 @@ def _flattened(timed: Timed) -> tuple[list[Any], _Layout]:
 
 def _unflattened(row: list[float], layout: _Layout) -> Timed:
     """The :class:`Timed` of one candidate's floats ``row`` laid out as ``layout`` says."""
-    n_r, n_w, n_t = len(layout.reads), len(layout.writes), len(layout.keys)
-    at = n_r + n_w
-    dram = DramFigures(dict(zip(layout.reads, row[:n_r], strict=True)),
-                       dict(zip(layout.writes, row[n_r:at], strict=True)), *row[at:at + 3])
-    at += 3
-    picked: Figures = dict(zip(layout.keys, row[at:at + n_t], strict=True))
-    picked["levels"] = Waves._make(row[at + n_t:]) if layout.levels else None
+    figures = iter(row)  # read one after another, in the layout's order
+    dram = DramFigures({name: next(figures) for name in layout.reads},
+                       {name: next(figures) for name in layout.writes},
+                       next(figures), next(figures), next(figures))  # fmt: skip
+    picked: Figures = {key: next(figures) for key in layout.keys}
+    picked["levels"] = Waves._make(figures) if layout.levels else None
     return Timed(dram, picked)
 
 
