@@ -252,10 +252,11 @@ def _remembered(
     return found
 
 
-def _array_cycles(op: OpBase, view: Chip, mapping: Mapping) -> float:
-    """The array cycles ``mapping`` computes, summed over the cores it keeps busy (calibrated)."""
+def _array_cycles(view: Chip, mapping: Mapping) -> float:
+    """The array cycles ``mapping`` computes, summed over the cores it keeps busy (calibrated
+    for its op's MAC class)."""
     return (float(mapping.compute_cycles) * max(mapping.cores_used, 1)
-            / view.calibration.compute(problem_of(op).mac_class))  # fmt: skip
+            / view.calibration.compute(mapping.mac_class))  # fmt: skip
 
 
 def dequant_ratio(op: OpBase, view: Chip, mapping: Mapping) -> float:
@@ -271,7 +272,7 @@ def dequant_ratio(op: OpBase, view: Chip, mapping: Mapping) -> float:
     memory transfers (:func:`busy_factor`)."""
     if not isinstance(op, Gemm) or not op.dequant_flops_per_weight:
         return 0.0
-    compute_cycles = _array_cycles(op, view, mapping)
+    compute_cycles = _array_cycles(view, mapping)
     dequant_cycles = dequant_flops(op, mapping) / vector_per_cycle(view)  # on one core
     return dequant_cycles / compute_cycles if compute_cycles > 0 else 0.0
 
@@ -304,7 +305,7 @@ def _busy_factors(
     lanes_macs = TEMPLATES[mapping.dataflow].vector_macs
     if not dequantizes and not lanes_macs:
         return 1.0, None
-    array_cycles = _array_cycles(op, view, mapping)
+    array_cycles = _array_cycles(view, mapping)
     per_cycle = vector_per_cycle(view)  # on one core
     ratio = converted / per_cycle / array_cycles if dequantizes and array_cycles > 0 else 0.0
     if not lanes_macs or array_cycles <= 0:
