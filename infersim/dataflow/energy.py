@@ -84,17 +84,17 @@ def energy(mapping: Mapping, chip: Chip) -> EnergyBreakdown:
             moved += both
             by_operand[name] += both * pj
         by_level[level] = moved * pj
-    mac_pj = float(mac_energy_pj(mapping.macs, mapping.mac_class, chip,
-                                 mapping.mapping_efficiency))  # fmt: skip
+    total_pj, mac_pj = total_and_mac_pj(mapping, chip)
     by_level["mac"] = mac_pj
     return EnergyBreakdown(
-        total_pj=sum(by_level.values()), mac_pj=mac_pj, by_level=by_level, by_operand=by_operand
+        total_pj=total_pj, mac_pj=mac_pj, by_level=by_level, by_operand=by_operand
     )
 
 
 def total_and_mac_pj(mapping: Mapping, chip: Chip) -> tuple[float, float]:
-    """(``total_pj``, ``mac_pj``) of :func:`energy` without its breakdown: the same sums, in
-    the same order (what an engine's op cost reads of it)."""
+    """(``total_pj``, ``mac_pj``) of :func:`energy` without its breakdown (what an engine's op
+    cost reads of it): the sum of the levels' pJ, each its bytes moved times its pJ per byte,
+    then the MACs' (the sum of :func:`energy`'s ``by_level``, in its order)."""
     cost = level_pj_per_byte(chip)
     total: float = 0
     for level in LEVELS:

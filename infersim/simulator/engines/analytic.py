@@ -272,9 +272,14 @@ def dequant_ratio(op: OpBase, view: Chip, mapping: Mapping) -> float:
     memory transfers (:func:`busy_factor`)."""
     if not isinstance(op, Gemm) or not op.dequant_flops_per_weight:
         return 0.0
-    compute_cycles = _array_cycles(view, mapping)
-    dequant_cycles = dequant_flops(op, mapping) / vector_per_cycle(view)  # on one core
-    return dequant_cycles / compute_cycles if compute_cycles > 0 else 0.0
+    return _converting(dequant_flops(op, mapping), vector_per_cycle(view),
+                       _array_cycles(view, mapping))  # fmt: skip
+
+
+def _converting(converted: float, per_cycle: float, array_cycles: float) -> float:
+    """Cycles of ``converted`` vector FLOPs at ``per_cycle`` FLOPs a cycle on one core per
+    array cycle of ``array_cycles`` (0 where there are none): :func:`dequant_ratio`."""
+    return converted / per_cycle / array_cycles if array_cycles > 0 else 0.0
 
 
 def busy_factor(op: OpBase, view: Chip, mapping: Mapping) -> float:
@@ -307,7 +312,7 @@ def _busy_factors(
         return 1.0, None
     array_cycles = _array_cycles(view, mapping)
     per_cycle = vector_per_cycle(view)  # on one core
-    ratio = converted / per_cycle / array_cycles if dequantizes and array_cycles > 0 else 0.0
+    ratio = _converting(converted, per_cycle, array_cycles) if dequantizes else 0.0
     if not lanes_macs or array_cycles <= 0:
         return 1.0 + ratio, None
     return 1.0 + ratio, (2.0 * op.macs + converted) / per_cycle / array_cycles
